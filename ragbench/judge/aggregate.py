@@ -1,0 +1,97 @@
+"""Per-case scores -> job metrics: end-to-end (failures as zero) beside successful-only, per type."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ragbench.types import CaseResult
+
+# Per-case keys that describe a case rather than score it: averaged over the cases that have them,
+# never zero-filled for failed cases.
+DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hit_rate", "_tokens", "repeats")
+
+
+def is_score(key: str) -> bool:
+    """True for answer-quality scores that a failed case contributes zero to."""
+    return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)
+
+
+def metric_name(text: str) -> str:
+    """A question type as a valid, stable MLflow name part (``yes/no`` -> ``yes_no``)."""
+    return re.sub(r"[^a-z0-9_.-]+", "_", text.strip().lower()).strip("_") or "unknown"
+
+
+def percentile_ms(values: Sequence[float], q: float) -> float:
+    """The q-th percentile of seconds, in milliseconds (0 when there are none)."""
+    return float(np.percentile(np.asarray(values) * 1000.0, q)) if values else 0.0
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    vals = list(values)
+    return float(sum(vals) / len(vals)) if vals else None
+
+
+def summarize(cases: Sequence[CaseResult]) -> dict[str, float]:
+    """Metrics of one group of cases (overall, or one question type)."""
+    out: dict[str, float] = {}
+    ok = [c for c in cases if not c.failed]
+    keys = sorted({k for c in cases for k in c.scores})
+    for key in keys:
+        present = [c.scores[key] for c in cases if key in c.scores]
+        if key.startswith(("retrieval/", "context/")) or not is_score(key):
+            mean = _mean(present)
+            if mean is not None:
+                out[key] = mean
+            continue
+        # end-to-end: every attempted case counts, a failed (or unjudged) case as zero
+        out[key] = float(sum(c.scores.get(key, 0.0) for c in cases) / len(cases))
+        succ = _mean(c.scores[key] for c in ok if key in c.scores)
+        if succ is not None:
+            out[f"{key}_successful"] = succ
+    answerable = [c for c in ok if c.query.answerable and "answer/refused" in c.scores]
+    unanswerable = [c for c in ok if not c.query.answerable and "answer/refused" in c.scores]
+    if unanswerable:
+        out["answer/refusal_accuracy"] = _mean(c.scores["answer/refused"] for c in unanswerable) or 0.0
+    if answerable:
+        out["answer/false_refusal_rate"] = _mean(c.scores["answer/refused"] for c in answerable) or 0.0
+    out["cases/total"] = float(len(cases))
+    out["cases/successful"] = float(len(ok))
+    out["cases/failed"] = float(len(cases) - len(ok))
+    out["cases/failure_rate"] = (len(cases) - len(ok)) / len(cases) if cases else 0.0
+    out["retrieval/queries_scored"] = float(sum("retrieval/mrr" in c.scores for c in cases))
+    stages: dict[str, list[float]] = defaultdict(list)
+    for c in ok:
+        for stage, seconds in c.latency.items():
+            stages[stage].append(seconds)
+    for stage, values in stages.items():
+        out[f"latency/{stage}_p50_ms"] = percentile_ms(values, 50)
+        out[f"latency/{stage}_p95_ms"] = percentile_ms(values, 95)
+    answers = [c.answer for c in cases if c.answer is not None]
+    if answers:
+        prompt = [a.usage.prompt_tokens for a in answers]
+        completion = [a.usage.completion_tokens for a in answers]
+        out["tokens/prompt_total"] = float(sum(prompt))
+        out["tokens/completion_total"] = float(sum(completion))
+        out["tokens/prompt_mean"] = float(np.mean(prompt))
+        out["tokens/completion_mean"] = float(np.mean(completion))
+        out["cost/usd_total"] = float(sum(a.usage.cost_usd for a in answers))
+        out["llm/cache_hits"] = float(sum(a.usage.cached for a in answers))
+    return out
+
+
+def aggregate(cases: Sequence[CaseResult]) -> dict[str, float]:
+    """Overall metrics plus ``by_type/<type>/<metric>`` for every question type."""
+    out = summarize(cases)
+    by_type: dict[str, list[CaseResult]] = defaultdict(list)
+    for c in cases:
+        by_type[metric_name(c.query.question_type)].append(c)
+    for qtype, group in sorted(by_type.items()):
+        for key, value in summarize(group).items():
+            if key.startswith(("tokens/", "cost/", "llm/")):
+                continue
+            out[f"by_type/{qtype}/{key}"] = value
+    return out

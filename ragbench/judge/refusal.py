@@ -1,0 +1,24 @@
+"""Refusal detection: does a text say the information is missing ("Not mentioned", "Unanswerable")?"""
+
+from __future__ import annotations
+
+from ragbench.text import normalize
+
+REFUSAL_PHRASES = (
+    "not mentioned", "unanswerable", "unknown", "no information", "insufficient information",
+    "no insufficient information", "not enough information", "cannot be determined", "can not be determined",
+    "cannot be answered", "cannot answer", "can not answer", "does not mention", "do not mention",
+    "not provided", "not specified", "not stated", "not available in", "i don t know", "no answer",
+    "not in context", "none of contexts",
+)
+MAX_REFUSAL_TOKENS = 16
+
+
+def is_refusal(text: str) -> bool:
+    """True for an empty answer, or a short one that contains a missing-information phrase."""
+    norm = normalize(text)
+    if not norm:
+        return True
+    if len(norm.split()) > MAX_REFUSAL_TOKENS:
+        return False
+    return any(phrase in norm for phrase in REFUSAL_PHRASES)

@@ -1,0 +1,115 @@
+"""Stage interfaces: each component class satisfies one of these and is picked by Hydra `_target_`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ragbench.types import Answer, ChunkTree, Context, Document, EvalSet, Hit, Query
+
+
+@runtime_checkable
+class DatasetAdapter(Protocol):
+    """Reads a dataset in its official layout."""
+
+    name: str
+
+    def load(self) -> EvalSet: ...
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Splits documents into a tree (document > section > paragraph > sentence)."""
+
+    def chunk(self, docs: Sequence[Document]) -> ChunkTree: ...
+
+    def params(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors. ``identity`` enters every index key."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Indexes the searchable chunks once, then answers batches of queries.
+
+    ``needs_vectors`` tells the pipeline to embed chunks and queries for it; the retriever itself
+    never embeds, so embedding stays cacheable and shared between retrievers.
+    """
+
+    needs_vectors: bool
+
+    def build(self, *, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray | None) -> None: ...
+
+    def search(
+        self, *, texts: Sequence[str], vectors: np.ndarray | None, k: int
+    ) -> list[list[Hit]]: ...
+
+    def params(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Reorders (and may cut) the hits of one query.
+
+    ``needs_vectors`` asks the pipeline for the query vector and the hit chunks' vectors (MMR);
+    otherwise both arrive as None.
+    """
+
+    needs_vectors: bool
+
+    def rerank(
+        self,
+        query: Query,
+        hits: Sequence[Hit],
+        *,
+        tree: ChunkTree,
+        k: int,
+        query_vector: np.ndarray | None,
+        chunk_vectors: Mapping[str, np.ndarray] | None,
+    ) -> list[Hit]: ...
+
+
+@runtime_checkable
+class Expander(Protocol):
+    """Turns hits into the contexts the generator reads (small-to-big)."""
+
+    def expand(self, hits: Sequence[Hit], tree: ChunkTree) -> list[Context]: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Answers a query from contexts. ``identity`` names the model honestly.
+
+    ``max_concurrency`` is how many cases the pipeline may run through it at once (threads).
+    """
+
+    identity: str
+    max_concurrency: int
+
+    def answer(self, query: Query, contexts: Sequence[Context]) -> Answer: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores one answer; returns metric name -> value (names namespaced like ``answer/f1``).
+
+    A judge that cannot judge a case raises (the case is then recorded as failed) or, for a
+    garbled reply it could not parse, returns ``<ns>/judge_failed = 1.0`` and no score.
+    """
+
+    def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]: ...

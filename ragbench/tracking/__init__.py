@@ -1,0 +1,1 @@
+"""ragbench.tracking."""

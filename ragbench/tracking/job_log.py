@@ -1,0 +1,116 @@
+"""Turns a JobResult into what MLflow stores: params, tags, metrics, artifacts, case table, dataset input."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ragbench import __version__
+from ragbench.judge.aggregate import metric_name
+from ragbench.pipeline import JobResult
+from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
+from ragbench.types import CaseResult
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys; lists are kept as JSON text."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(obj, list):
+        if all(isinstance(v, Mapping) for v in obj) and obj:
+            for i, v in enumerate(obj):
+                out.update(flatten(v, f"{prefix}{i}."))
+            return out
+        return {prefix[:-1]: dumps(obj).replace("\n", "").replace("  ", "")}
+    return {prefix[:-1]: obj}
+
+
+def git_commit() -> str:
+    """The commit ragbench runs from (``unknown`` outside a git checkout), ``+dirty`` when modified."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def case_row(case: CaseResult, topk: int) -> dict[str, Any]:
+    """One flat row per case: question, gold, answer, retrieved ids, scores, status."""
+    row: dict[str, Any] = {
+        "qid": case.query.qid,
+        "question_type": case.query.question_type,
+        "answerable": case.query.answerable,
+        "question": case.query.text,
+        "gold": " | ".join(case.query.answers),
+        "answer": case.answer.text if case.answer else None,
+        "status": case.status,
+        "error_type": case.error_type,
+        "error": case.error,
+        "retrieved_ids": [h.chunk_id for h in case.hits[:topk]],
+        "retrieved_scores": [round(h.score, 6) for h in case.hits[:topk]],
+        "context_ids": [c.chunk_id for c in case.contexts],
+        "citations": list(case.answer.citations) if case.answer else [],
+        "prompt_tokens": case.answer.usage.prompt_tokens if case.answer else 0,
+        "completion_tokens": case.answer.usage.completion_tokens if case.answer else 0,
+    }
+    row.update({k: v for k, v in sorted(case.scores.items())})
+    row.update({f"latency/{k}_ms": round(v * 1000, 3) for k, v in case.latency.items()})
+    return row
+
+
+def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_cfg: Mapping[str, Any],
+            config_yaml: str, topk: int, extra_tags: Mapping[str, str]) -> dict[str, Any]:
+    """Logs everything about a finished job; returns the summary that was logged."""
+    ev = result.evalset
+    tags = {
+        "ragbench.dataset_sha256": result.fingerprints["dataset_sha256"],
+        "ragbench.index_sha256": result.fingerprints["index_sha256"],
+        "ragbench.dataset": ev.name,
+        "ragbench.dataset_variant": ev.variant,
+        "ragbench.version": __version__,
+        "ragbench.git_commit": git_commit(),
+        **{f"ragbench.dataset.{k}": v for k, v in ev.tags.items()},
+        **extra_tags,
+    }
+    tracker.set_tags(run_id, tags)
+    metrics = dict(result.metrics)
+    for k, v in result.counts.items():
+        metrics[f"counts/{k}"] = float(v)
+    for k, v in ev.stats.items():
+        metrics[f"dataset/{k}"] = float(v)
+    by_type = Counter(metric_name(q.question_type) for q in ev.queries)
+    for t, n in by_type.items():
+        metrics[f"dataset/queries_by_type/{t}"] = float(n)
+    for stage, seconds in result.timings.items():
+        metrics[f"time/{stage}_s"] = seconds
+    tracker.log_metrics(run_id, metrics)
+    rows = [case_row(c, topk) for c in result.cases]
+    summary = {
+        "dataset": ev.name, "variant": ev.variant, "fingerprints": dict(result.fingerprints),
+        "counts": dict(result.counts), "timings": dict(result.timings), "metrics": metrics,
+        "dataset_stats": dict(ev.stats), "queries_by_type": dict(by_type), "files_read": list(ev.files),
+    }
+    jsonl = "\n".join(dumps(r).replace("\n", "") for r in rows) + "\n"
+    tracker.log_files(run_id, {"config.yaml": config_yaml, "cases.jsonl": jsonl, "summary.json": dumps(summary)})
+    tracker.log_table(run_id, [{k: (dumps(v) if isinstance(v, list) else v) for k, v in r.items()} for r in rows],
+                      "cases_table.json")
+    tracker.log_dataset(
+        run_id, name=f"{ev.name}-{ev.variant}", digest=result.fingerprints["dataset_sha256"],
+        source=ev.root or ev.name,
+        rows=[{"qid": q.qid, "question": q.text, "question_type": q.question_type, "answerable": q.answerable}
+              for q in ev.queries],
+        tags={"documents": str(result.counts["documents"]), "chunks": str(result.counts["chunks"]),
+              "queries": str(result.counts["queries"]),
+              **{f"queries/{t}": str(n) for t, n in sorted(by_type.items())}},
+    )
+    return summary

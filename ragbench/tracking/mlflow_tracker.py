@@ -1,0 +1,161 @@
+"""MLflow side of a job: one run with params, tags, batched metrics, artifacts and the case table."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragbench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
+_SECRET_KEY = re.compile(r"(api_?key|secret|password|token)$", re.IGNORECASE)
+MAX_PARAM_LEN = 6000
+BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
+
+
+def mlflow_name(key: str) -> str:
+    """A valid MLflow metric/param name."""
+    return _BAD_NAME.sub("_", key)
+
+
+def redact(params: Mapping[str, Any]) -> dict[str, str]:
+    """Stringified params with anything named like a secret masked (env var *names* are kept)."""
+    out = {}
+    for key, value in params.items():
+        leaf = key.rsplit(".", 1)[-1]
+        if _SECRET_KEY.search(leaf) and value not in (None, ""):
+            value = "***"
+        text = "" if value is None else str(value)
+        out[mlflow_name(key)] = text[:MAX_PARAM_LEN]
+    return out
+
+
+def _sqlite_dir(uri: str) -> Path | None:
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):]).parent
+    return None
+
+
+class MlflowTracker:
+    """Talks to MLflow through ``MlflowClient`` only (no global active run), so parallel jobs and the
+    sweep callback never step on each other's state."""
+
+    def __init__(self, *, uri: str = "sqlite:///mlruns/mlflow.db", artifact_root: str = "mlruns/artifacts",
+                 experiment: str = "ragbench") -> None:
+        if not uri:
+            raise ConfigError("tracking.uri is empty; use e.g. sqlite:///mlruns/mlflow.db or http://host:5000")
+        self.uri = uri
+        self.artifact_root = artifact_root
+        self.experiment = experiment
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from mlflow import MlflowClient
+
+            folder = _sqlite_dir(self.uri)
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+            self._client = MlflowClient(tracking_uri=self.uri)
+        return self._client
+
+    def experiment_id(self) -> str:
+        """The experiment's id, created (with artifacts under ``artifact_root``) when missing."""
+        exp = self.client.get_experiment_by_name(self.experiment)
+        if exp is not None:
+            return str(exp.experiment_id)
+        location = None
+        if self.uri.startswith("sqlite:") or self.uri.startswith("file:"):
+            location = (Path(self.artifact_root).resolve() / self.experiment).as_uri()
+        try:
+            return str(self.client.create_experiment(self.experiment, artifact_location=location))
+        except Exception:  # noqa: BLE001 - a parallel job may have created it first
+            exp = self.client.get_experiment_by_name(self.experiment)
+            if exp is None:
+                raise
+            return str(exp.experiment_id)
+
+    def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
+        """A new RUNNING run; returns its id."""
+        all_tags = dict(tags)
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        run = self.client.create_run(self.experiment_id(), run_name=run_name, tags=all_tags)
+        return str(run.info.run_id)
+
+    def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in sorted(redact(params).items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i: i + 100], synchronous=True)
+
+    def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        from mlflow.entities import RunTag
+
+        items = [RunTag(mlflow_name(k), str(v)[:5000]) for k, v in tags.items()]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, tags=items[i: i + BATCH], synchronous=True)
+
+    def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+        """All metrics in a few ``log_batch`` calls (single calls run at ~100/s on sqlite)."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(mlflow_name(k), float(v), now, step) for k, v in sorted(metrics.items())]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, metrics=items[i: i + BATCH], synchronous=True)
+
+    def log_files(self, run_id: str, files: Mapping[str, str | bytes], artifact_path: str | None = None) -> None:
+        """Writes ``name -> content`` into a temp folder and uploads it as artifacts."""
+        with tempfile.TemporaryDirectory(prefix="ragbench-artifacts-") as tmp:
+            for name, content in files.items():
+                p = Path(tmp) / name
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+            self.client.log_artifacts(run_id, tmp, artifact_path=artifact_path)
+
+    def log_table(self, run_id: str, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+        """Rows as an MLflow table (shown in the UI's artifact view and the evaluation tab)."""
+        import pandas as pd
+
+        self.client.log_table(run_id, data=pd.DataFrame(list(rows)), artifact_file=artifact_file)
+
+    def log_dataset(self, run_id: str, *, name: str, digest: str, source: str,
+                    rows: Sequence[Mapping[str, Any]], tags: Mapping[str, str]) -> None:
+        """The dataset as a run input (``mlflow.data``): name, digest, and its questions as a frame."""
+        import mlflow.data
+        import pandas as pd
+        from mlflow.entities import DatasetInput, InputTag
+
+        with warnings.catch_warnings():  # a local path matches two equivalent source resolvers
+            warnings.simplefilter("ignore", UserWarning)
+            ds = mlflow.data.from_pandas(pd.DataFrame(list(rows)), source=source, name=name, digest=digest[:36])
+        inp = DatasetInput(ds._to_mlflow_entity(), tags=[InputTag(k, str(v)) for k, v in tags.items()])
+        self.client.log_inputs(run_id, datasets=[inp])
+
+    def end_run(self, run_id: str, status: str) -> None:
+        """FINISHED, FAILED or KILLED."""
+        self.client.set_terminated(run_id, status=status)
+
+    def search_children(self, parent_run_id: str) -> list[Any]:
+        """Runs whose parent is ``parent_run_id``."""
+        return list(self.client.search_runs(
+            [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+            max_results=5000,
+        ))
+
+
+def dumps(obj: Any) -> str:
+    """Stable JSON for artifacts."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)

@@ -1,0 +1,95 @@
+"""Hydra callback for ``-m`` sweeps: one parent MLflow run, every job a child, a comparison table at the end."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn
+from hydra.experimental.callback import Callback
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from ragbench.errors import RagbenchError
+from ragbench.tracking.report import comparison_table
+
+log = logging.getLogger(__name__)
+
+PARENT_FILE = "ragbench_parent_run_id"
+KEY_METRICS = ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr", "answer/f1", "answer/em",
+               "judge/accuracy", "cases/failed")
+
+
+def parent_run_id(sweep_dir: str | Path) -> str | None:
+    """The sweep's parent run id, written by ``on_multirun_start``."""
+    p = Path(sweep_dir) / PARENT_FILE
+    return p.read_text().strip() if p.exists() else None
+
+
+class MlflowSweepCallback(Callback):
+    """Opens the parent run before the first job and closes it after the last, logging the table."""
+
+    def __init__(self, *, sort_by: str = "answer/f1") -> None:
+        self.sort_by = sort_by
+        self._tracker: Any = None
+        self._run_id: str | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._tracker = instantiate(config.tracking)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        overrides = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=True) or [])
+        self._run_id = self._tracker.start_run(
+            run_name=f"sweep {sweep_dir.name}",
+            tags={"ragbench.role": "sweep", "ragbench.sweep_dir": str(sweep_dir.resolve()),
+                  "ragbench.sweep_overrides": " ".join(map(str, overrides))},
+        )
+        (sweep_dir / PARENT_FILE).write_text(self._run_id)
+        atexit.register(self._close_if_open, "KILLED")
+        log.info("sweep parent run %s", self._run_id)
+
+    def _close_if_open(self, status: str) -> None:
+        if self._run_id is not None and self._tracker is not None:
+            try:
+                self._tracker.end_run(self._run_id, status)
+            finally:
+                self._run_id = None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self._run_id is None:
+            return
+        children = self._tracker.search_children(self._run_id)
+        rows = []
+        varying: dict[str, set[str]] = {}
+        for run in children:
+            for k, v in run.data.params.items():
+                varying.setdefault(k, set()).add(v)
+        differing = sorted(k for k, vals in varying.items() if len(vals) > 1)
+        for run in children:
+            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status}
+            row["params"] = ", ".join(f"{k}={run.data.params.get(k)}" for k in differing)
+            for m in KEY_METRICS:
+                if m in run.data.metrics:
+                    row[m] = run.data.metrics[m]
+            rows.append(row)
+        rows.sort(key=lambda r: (r["status"] != "FINISHED", -float(r.get(self.sort_by, float("-inf")))))
+        columns = ["run", "status", *[m for m in KEY_METRICS if any(m in r for r in rows)], "params"]
+        from ragbench.tracking.mlflow_tracker import dumps
+
+        self._tracker.log_table(self._run_id, rows or [{"run": "none"}], "sweep_comparison.json")
+        self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
+        self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
+                                                 "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
+        comparison_table(rows, columns, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
+        failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
+        self._close_if_open("FAILED" if failed else "FINISHED")
+        if failed:
+            raise RagbenchError(
+                f"{len(failed)} of {len(rows)} jobs failed: {', '.join(failed)}; each job's error is in its "
+                "MLflow run (tag ragbench.error) and in its log under the sweep folder"
+            )
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        return None

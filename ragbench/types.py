@@ -1,0 +1,229 @@
+"""Frozen dataclasses passed between pipeline stages (dataset -> chunks -> hits -> contexts -> answer)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Any
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+class Level(IntEnum):
+    """Depth of a chunk in the document tree; ``parent_depth`` counts in these units."""
+
+    SENTENCE = 0
+    PARAGRAPH = 1
+    SECTION = 2
+    DOCUMENT = 3
+
+
+# ---------------------------------------------------------------- dataset side
+@dataclass(frozen=True)
+class Paragraph:
+    """One paragraph of source text; ``ref`` is the dataset's own id for it (LoCoMo ``dia_id``, a page)."""
+
+    text: str
+    ref: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled run of paragraphs (a LoCoMo session, a paper section, a PDF page)."""
+
+    title: str
+    paragraphs: tuple[Paragraph, ...]
+    ref: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document.
+
+    Structured adapters fill ``sections``; adapters of raw text (custom folders, syllabi) leave
+    ``sections`` empty and put the text in ``text`` for the chunker to segment.
+    """
+
+    doc_id: str
+    title: str
+    sections: tuple[Section, ...] = ()
+    text: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of gold evidence: a dataset id (``ref``), a quote (``text``), or both.
+
+    ``relevance`` is the graded relevance (1 when the dataset has no grades).
+    """
+
+    ref: str | None = None
+    text: str | None = None
+    doc_id: str | None = None
+    relevance: int = 1
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question with its gold answers, evidence and question type."""
+
+    qid: str
+    text: str
+    answers: tuple[str, ...]
+    question_type: str
+    answerable: bool = True
+    evidence: tuple[Evidence, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """What a dataset adapter returns: documents, queries and how they were read.
+
+    ``fingerprint`` is the SHA-256 over the bytes read plus the sampling spec; ``stats`` holds
+    counters such as unparseable evidence ids, so nothing the adapter skipped is silent.
+    """
+
+    name: str
+    documents: tuple[Document, ...]
+    queries: tuple[Query, ...]
+    fingerprint: str
+    variant: str
+    files: tuple[str, ...] = ()
+    root: str = ""
+    stats: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    tags: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+# ---------------------------------------------------------------- chunk side
+@dataclass(frozen=True)
+class Chunk:
+    """A node of the chunk tree. ``refs`` carries dataset ids of the paragraphs it covers."""
+
+    chunk_id: str
+    doc_id: str
+    level: Level
+    text: str
+    parent_id: str | None
+    children: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
+    heading: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class ChunkTree:
+    """All chunks of a corpus, by id, plus which level is embedded and searched."""
+
+    chunks: Mapping[str, Chunk]
+    search_level: Level = Level.SENTENCE
+
+    def __getitem__(self, chunk_id: str) -> Chunk:
+        return self.chunks[chunk_id]
+
+    def at_level(self, level: Level) -> list[Chunk]:
+        """Chunks of one level, in document order."""
+        return [c for c in self.chunks.values() if c.level == level]
+
+    def searchable(self) -> list[Chunk]:
+        """The chunks that are embedded and searched, in document order."""
+        return self.at_level(self.search_level)
+
+    def ancestor(self, chunk_id: str, level: Level) -> Chunk:
+        """The chunk itself if it is at ``level`` or above, else its ancestor at ``level``."""
+        chunk = self.chunks[chunk_id]
+        while chunk.level < level and chunk.parent_id is not None:
+            chunk = self.chunks[chunk.parent_id]
+        return chunk
+
+    def lineage(self, chunk_id: str) -> list[str]:
+        """The chunk id followed by all its ancestors' ids, up to the document."""
+        out = [chunk_id]
+        chunk = self.chunks[chunk_id]
+        while chunk.parent_id is not None:
+            out.append(chunk.parent_id)
+            chunk = self.chunks[chunk.parent_id]
+        return out
+
+    def descendants(self, chunk_id: str, level: Level) -> list[Chunk]:
+        """Descendants at ``level`` (the chunk itself if it is already there), in order."""
+        chunk = self.chunks[chunk_id]
+        if chunk.level <= level:
+            return [chunk]
+        out: list[Chunk] = []
+        for child in chunk.children:
+            out.extend(self.descendants(child, level))
+        return out
+
+
+# ---------------------------------------------------------------- query side
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with its score and 1-based rank."""
+
+    chunk_id: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Context:
+    """A passage handed to the generator: an expanded parent of one or more hits."""
+
+    chunk_id: str
+    text: str
+    title: str
+    level: Level
+    hit_ids: tuple[str, ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token and cost accounting of one model call (zeros for offline components)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A generated answer; ``citations`` are the 1-based context numbers the answer cites."""
+
+    text: str
+    model: str
+    latency_s: float = 0.0
+    usage: Usage = Usage()
+    citations: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything about one query: retrieval, contexts, answer, scores, and failure if any."""
+
+    query: Query
+    hits: tuple[Hit, ...]
+    contexts: tuple[Context, ...]
+    answer: Answer | None
+    scores: Mapping[str, float]
+    status: str = "ok"  # "ok" | "failed"
+    error_type: str | None = None
+    error: str | None = None
+    latency: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "ok"
+
+
+def as_tuple(items: Sequence[Any] | None) -> tuple[Any, ...]:
+    """A tuple of ``items`` (empty for None): helper for building frozen records."""
+    return tuple(items) if items else ()
