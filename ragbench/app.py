@@ -70,14 +70,13 @@ class _CaseProgress:
 
 
 def _job_name() -> tuple[str, str | None, bool]:
-    """(run name, parent run id, multirun?) from Hydra's runtime config."""
+    """(run name, parent run id, multirun?) from Hydra's runtime config (also under ``compose``)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
-    name = hc.job.override_dirname or hc.job.name
-    parent = parent_run_id(hc.sweep.dir) if multirun else None
-    if multirun:
-        name = f"#{hc.job.num} {name}"
-    return name, parent, multirun
+    name = OmegaConf.select(hc, "job.override_dirname", default=None, throw_on_missing=False) or "ragbench"
+    if not multirun:
+        return name, None, False
+    return f"#{hc.job.num} {name}", parent_run_id(hc.sweep.dir), True
 
 
 def run(cfg: DictConfig) -> float | None:

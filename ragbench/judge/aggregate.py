@@ -35,14 +35,15 @@ def _mean(values: Iterable[float]) -> float | None:
     return float(sum(vals) / len(vals)) if vals else None
 
 
-def summarize(cases: Sequence[CaseResult]) -> dict[str, float]:
-    """Metrics of one group of cases (overall, or one question type)."""
+def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) -> dict[str, float]:
+    """Metrics of one group of cases (overall, or one question type). ``keys`` are the score keys
+    of the whole job, so a group whose every case failed still reports zeros, not nothing."""
     out: dict[str, float] = {}
     ok = [c for c in cases if not c.failed]
-    keys = sorted({k for c in cases for k in c.scores})
+    keys = sorted(set(keys or ()) | {k for c in cases for k in c.scores})
     for key in keys:
         present = [c.scores[key] for c in cases if key in c.scores]
-        if key.startswith(("retrieval/", "context/")) or not is_score(key):
+        if not is_score(key):
             mean = _mean(present)
             if mean is not None:
                 out[key] = mean
@@ -85,12 +86,13 @@ def summarize(cases: Sequence[CaseResult]) -> dict[str, float]:
 
 def aggregate(cases: Sequence[CaseResult]) -> dict[str, float]:
     """Overall metrics plus ``by_type/<type>/<metric>`` for every question type."""
-    out = summarize(cases)
+    keys = sorted({k for c in cases for k in c.scores})
+    out = summarize(cases, keys)
     by_type: dict[str, list[CaseResult]] = defaultdict(list)
     for c in cases:
         by_type[metric_name(c.query.question_type)].append(c)
     for qtype, group in sorted(by_type.items()):
-        for key, value in summarize(group).items():
+        for key, value in summarize(group, keys).items():
             if key.startswith(("tokens/", "cost/", "llm/")):
                 continue
             out[f"by_type/{qtype}/{key}"] = value

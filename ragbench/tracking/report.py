@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console(stderr=False, highlight=False, soft_wrap=True)
+# Off a terminal (CI logs, pipes) rich would assume 80 columns and squeeze the tables.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
 HEADLINE = (
     "retrieval/hit_at_1", "retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr", "retrieval/ndcg_at_5",
@@ -64,11 +66,12 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
         console.print(table)
 
 
-def comparison_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *, title: str) -> None:
-    """Jobs x metrics, already sorted best first."""
+def comparison_table(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str], *, title: str) -> None:
+    """Jobs x metrics, already sorted best first; ``columns`` maps row keys to column labels."""
     table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c, justify="left" if c in ("run", "status", "params") else "right")
+    for c, label in columns.items():
+        table.add_column(label, justify="left" if c in ("run", "status") else "right",
+                         no_wrap=c != "run", overflow="fold")
     for row in rows:
         table.add_row(*(_fmt(row.get(c, "")) for c in columns))
     console.print(table)

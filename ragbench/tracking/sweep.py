@@ -18,8 +18,11 @@ from ragbench.tracking.report import comparison_table
 log = logging.getLogger(__name__)
 
 PARENT_FILE = "ragbench_parent_run_id"
-KEY_METRICS = ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr", "answer/f1", "answer/em",
-               "judge/accuracy", "cases/failed")
+KEY_METRICS = {  # metric -> short column label for the terminal
+    "retrieval/hit_at_5": "hit@5", "retrieval/recall_at_5": "recall@5", "retrieval/mrr": "mrr",
+    "context/evidence_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
+    "cases/failed": "failed",
+}
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
@@ -68,21 +71,23 @@ class MlflowSweepCallback(Callback):
                 varying.setdefault(k, set()).add(v)
         differing = sorted(k for k, vals in varying.items() if len(vals) > 1)
         for run in children:
-            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status}
-            row["params"] = ", ".join(f"{k}={run.data.params.get(k)}" for k in differing)
+            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id}
+            row["params"] = {k: run.data.params.get(k) for k in differing}
             for m in KEY_METRICS:
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
             rows.append(row)
         rows.sort(key=lambda r: (r["status"] != "FINISHED", -float(r.get(self.sort_by, float("-inf")))))
-        columns = ["run", "status", *[m for m in KEY_METRICS if any(m in r for r in rows)], "params"]
         from ragbench.tracking.mlflow_tracker import dumps
 
-        self._tracker.log_table(self._run_id, rows or [{"run": "none"}], "sweep_comparison.json")
+        table = [{**{k: v for k, v in r.items() if k != "params"}, "params": dumps(r["params"])} for r in rows]
+        self._tracker.log_table(self._run_id, table or [{"run": "none"}], "sweep_comparison.json")
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
-        comparison_table(rows, columns, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
+        shown = {"run": "job", "status": "status",
+                 **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
+        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
         if failed:

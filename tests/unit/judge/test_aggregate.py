@@ -1,0 +1,60 @@
+"""Aggregation: failures count as zero end-to-end and are excluded from successful-only figures."""
+
+import pytest
+
+from ragbench.judge.aggregate import aggregate, metric_name, percentile_ms
+from ragbench.types import Answer, CaseResult, Query, Usage
+
+
+def case(qtype, f1=None, refused=0.0, answerable=True, failed=False, hit=None, latency=None, tokens=0):
+    scores = {}
+    if hit is not None:
+        scores["retrieval/hit_at_5"] = hit
+        scores["retrieval/mrr"] = hit
+    if f1 is not None:
+        scores.update({"answer/f1": f1, "answer/em": float(f1 == 1.0), "answer/refused": refused})
+    answer = None if failed else Answer(text="a", model="m", usage=Usage(prompt_tokens=tokens, completion_tokens=1))
+    return CaseResult(
+        query=Query(qid=f"q{id(scores)}", text="?", answers=("a",), question_type=qtype, answerable=answerable),
+        hits=(), contexts=(), answer=answer, scores=scores, status="failed" if failed else "ok",
+        error_type="TimeoutError" if failed else None, latency=latency or {},
+    )
+
+
+def test_end_to_end_vs_successful_only():
+    cases = [case("x", f1=1.0, hit=1.0), case("x", f1=0.5, hit=0.0), case("y", failed=True, hit=1.0)]
+    m = aggregate(cases)
+    assert m["answer/f1"] == pytest.approx(1.5 / 3)          # the failure counts as zero
+    assert m["answer/f1_successful"] == pytest.approx(0.75)  # and is left out here
+    assert m["cases/failed"] == 1 and m["cases/total"] == 3
+    assert m["cases/failure_rate"] == pytest.approx(1 / 3)
+    assert m["retrieval/hit_at_5"] == pytest.approx(2 / 3)   # retrieval ran for the failed case too
+    assert m["by_type/x/answer/f1"] == pytest.approx(0.75)
+    assert m["by_type/y/answer/f1"] == 0.0
+    assert m["by_type/y/cases/failed"] == 1
+
+
+def test_refusal_accuracy_and_false_refusal_rate():
+    cases = [
+        case("u", f1=1.0, refused=1.0, answerable=False), case("u", f1=0.0, refused=0.0, answerable=False),
+        case("a", f1=0.0, refused=1.0), case("a", f1=1.0), case("a", f1=1.0), case("a", f1=1.0),
+    ]
+    m = aggregate(cases)
+    assert m["answer/refusal_accuracy"] == pytest.approx(0.5)
+    assert m["answer/false_refusal_rate"] == pytest.approx(0.25)
+    assert "answer/refused_successful" not in m  # a diagnostic, never zero-filled
+
+
+def test_latency_percentiles_and_tokens():
+    cases = [case("x", f1=1.0, latency={"generate": s}, tokens=10) for s in (0.1, 0.2, 0.3, 0.4)]
+    m = aggregate(cases)
+    assert m["latency/generate_p50_ms"] == pytest.approx(250.0)
+    assert m["latency/generate_p95_ms"] == pytest.approx(385.0)  # numpy linear: 300 + 0.85*100
+    assert m["tokens/prompt_total"] == 40
+    assert percentile_ms([], 50) == 0.0
+
+
+def test_metric_names_are_valid_mlflow_parts():
+    assert metric_name("yes/no") == "yes_no"
+    assert metric_name("Single Factual") == "single_factual"
+    assert metric_name("metrics-generated") == "metrics-generated"
