@@ -53,7 +53,7 @@ class ParentExpander:
                 if budget <= 0:
                     break
                 if count_tokens(text) > budget:
-                    text = self._cut(tree, cid, budget)
+                    text = self._cut(tree, cid, budget, words_ok=not contexts)
                     truncated = True
                     if not text:
                         break
@@ -62,11 +62,14 @@ class ParentExpander:
                 chunk_id=cid, text=text, title=" > ".join(chunk.heading), level=chunk.level,
                 hit_ids=tuple(triggers[cid]), truncated=truncated,
             ))
+            if truncated:
+                break
         return contexts
 
     @staticmethod
-    def _cut(tree: ChunkTree, chunk_id: str, budget: int) -> str:
-        """The longest run of whole sentences from the start of the chunk that fits ``budget``."""
+    def _cut(tree: ChunkTree, chunk_id: str, budget: int, *, words_ok: bool) -> str:
+        """The longest run of whole sentences from the start of the chunk that fits ``budget``; when
+        not even one fits, the first context (``words_ok``) is cut at a word boundary instead."""
         kept: list[str] = []
         used = 0
         for sentence in tree.descendants(chunk_id, Level.SENTENCE):
@@ -75,6 +78,6 @@ class ParentExpander:
                 break
             kept.append(sentence.text)
             used += n
-        if not kept:  # a single over-long sentence: cut at the word boundary
-            return " ".join(tree[chunk_id].text.split()[:budget])
+        if not kept:
+            return " ".join(tree[chunk_id].text.split()[:budget]) if words_ok else ""
         return " ".join(kept)

@@ -1,0 +1,91 @@
+"""Evidence -> chunk relevance (id, exact, soft, unmatched), evidence-unit ranking, and expansion."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragbench.evidence import EvidenceMatcher, evidence_recall, relevant_searchable, soft_match, unit_ranking
+from ragbench.expand import ParentExpander
+from ragbench.ingest.hierarchical import HierarchicalChunker
+from ragbench.judge.ir import retrieval_metrics
+from ragbench.types import Document, Evidence, Hit, Level, Paragraph, Query, Section
+
+DOC = Document(doc_id="d", title="Doc", sections=(
+    Section(title="S1", paragraphs=(
+        Paragraph("Alice adopted a cat. The cat is called Tom.", ref="D1:1"),
+        Paragraph("Bob bought a red bicycle last spring.", ref="D1:2"),
+    )),
+    Section(title="S2", paragraphs=(
+        Paragraph("The conference was held in Lisbon in May 2023.", ref="D2:1"),
+    )),
+))
+TREE = HierarchicalChunker().chunk([DOC])  # sentences: s0.p0.t0, s0.p0.t1, s0.p1.t0, s1.p0.t0
+
+
+def q(*evidence):
+    return Query(qid="q", text="?", answers=("x",), question_type="t", evidence=tuple(evidence), doc_ids=("d",))
+
+
+def test_id_evidence_maps_to_the_turns_sentences():
+    emap = EvidenceMatcher(TREE).match(q(Evidence(ref="D1:1")))
+    assert emap.how == ("id",)
+    assert relevant_searchable(TREE, emap) == {"d#s0.p0.t0": 1, "d#s0.p0.t1": 1}
+
+
+def test_text_evidence_exact_then_soft_then_unmatched():
+    matcher = EvidenceMatcher(TREE)
+    exact = matcher.match(q(Evidence(text="the CAT is called tom")))
+    assert exact.how == ("exact",) and exact.anchors == (("d#s0.p0.t1",),)
+    # 5 of 6 evidence tokens present (0.83 >= 0.8): soft match on the bicycle sentence
+    soft = matcher.match(q(Evidence(text="Bob bought a blue bicycle last spring")))
+    assert soft.how == ("soft",) and soft.anchors == (("d#s0.p1.t0",),)
+    # short evidence never matches softly; unmatched is reported, not dropped
+    none = matcher.match(q(Evidence(text="green car"), Evidence(ref="D9:9")))
+    assert none.how == ("unmatched", "unmatched") and none.matched == []
+
+
+def test_soft_match_rule():
+    assert soft_match("held in Lisbon", "The conference was held in Lisbon.")
+    assert not soft_match("held in Porto", "The conference was held in Lisbon.")  # 3 tokens: exact only
+    assert soft_match("one two three four five", "one two three four six")  # 4/5 = 0.8
+    assert not soft_match("one two three four five", "one two three six seven")  # 3/5
+    assert evidence_recall(["held in Lisbon", "green car"], ["The conference was held in Lisbon."]) == 0.5
+    assert evidence_recall([], ["x"]) is None
+
+
+def test_evidence_unit_metrics_hand_worked():
+    # two evidence turns; hits: a non-relevant sentence, then both sentences of turn D1:1, then D2:1
+    emap = EvidenceMatcher(TREE).match(q(Evidence(ref="D1:1"), Evidence(ref="D2:1")))
+    hits = [Hit("d#s0.p1.t0", 0.9, 1), Hit("d#s0.p0.t0", 0.8, 2), Hit("d#s0.p0.t1", 0.7, 3),
+            Hit("d#s1.p0.t0", 0.6, 4)]
+    units, qrels = unit_ranking(TREE, emap, hits)
+    assert units == ["d#s0.p1.t0", "ev0", "ev1"]  # the second D1:1 sentence adds no new unit
+    assert qrels == {"ev0": 1, "ev1": 1}
+    m = retrieval_metrics(units, qrels, [3])
+    assert m["mrr"] == 0.5 and m["recall_at_3"] == 1.0 and m["hit_at_3"] == 1.0
+    # at chunk level the same hits: relevant = 3 sentences, all retrieved in the top 4
+    chunk = retrieval_metrics([h.chunk_id for h in hits], relevant_searchable(TREE, emap), [1, 4])
+    assert chunk["hit_at_1"] == 0.0 and chunk["recall_at_4"] == 1.0 and chunk["precision_at_4"] == 0.75
+
+
+def test_parent_depth_is_the_target_level_and_merges():
+    hits = [Hit("d#s0.p0.t1", 0.9, 1), Hit("d#s0.p0.t0", 0.8, 2), Hit("d#s1.p0.t0", 0.7, 3)]
+    ctx0 = ParentExpander(parent_depth=0).expand(hits, TREE)
+    assert [c.chunk_id for c in ctx0] == ["d#s0.p0.t1", "d#s0.p0.t0", "d#s1.p0.t0"]
+    ctx1 = ParentExpander(parent_depth=1).expand(hits, TREE)
+    assert [c.chunk_id for c in ctx1] == ["d#s0.p0", "d#s1.p0"]
+    assert ctx1[0].hit_ids == ("d#s0.p0.t1", "d#s0.p0.t0")  # every triggering hit kept
+    assert ctx1[0].level == Level.PARAGRAPH and ctx1[0].title == "Doc > S1"
+    ctx2 = ParentExpander(parent_depth=2).expand(hits, TREE)
+    assert [c.chunk_id for c in ctx2] == ["d#s0", "d#s1"]
+    # a paragraph-level hit with parent_depth=1 stays a paragraph (never one level too high)
+    assert ParentExpander(parent_depth=1).expand([Hit("d#s0.p1", 1.0, 1)], TREE)[0].chunk_id == "d#s0.p1"
+
+
+def test_context_budget_cuts_at_sentence_boundaries():
+    hits = [Hit("d#s0.p0.t0", 0.9, 1), Hit("d#s1.p0.t0", 0.8, 2)]
+    ctx = ParentExpander(parent_depth=2, max_context_tokens=6).expand(hits, TREE)
+    assert len(ctx) == 1 and ctx[0].truncated
+    assert ctx[0].text == "Alice adopted a cat."  # the next sentence would exceed 6 tokens
+    with pytest.raises(Exception, match="parent_depth"):
+        ParentExpander(parent_depth=5)
