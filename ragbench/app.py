@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
@@ -11,6 +12,8 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ragbench import __version__
+from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.tracking.job_log import flatten, log_job
@@ -39,7 +42,7 @@ def build(cfg: DictConfig) -> Components:
         )
     except RagbenchError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Hydra wraps constructor errors; show the user which one
+    except Exception as exc:
         cause = exc.__cause__ if isinstance(exc.__cause__, RagbenchError) else None
         if cause is not None:
             raise cause from exc
@@ -79,29 +82,66 @@ def _job_name() -> tuple[str, str | None, bool]:
     return f"#{hc.job.num} {name}", parent_run_id(hc.sweep.dir), True
 
 
+def job_hash(resolved: dict[str, Any]) -> str:
+    """Identity of a job: its resolved config minus where results go, plus the code version."""
+    from ragbench.cache.store import make_key
+    from ragbench.tracking.job_log import git_commit
+
+    config = {k: v for k, v in resolved.items() if k not in ("tracking", "cache", "resume", "objective")}
+    return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
+
+
+def _objective(cfg: DictConfig, metrics: Mapping[str, float]) -> float | None:
+    objective = cfg.get("objective")
+    return float(metrics.get(objective, float("nan"))) if objective else None
+
+
+def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None) -> Any | None:
+    """A FINISHED run of the same job, moved into this sweep; interrupted ones are closed as KILLED."""
+    prior = tracker.runs_with_tag("ragbench.job_hash", jhash)
+    for stale in (r for r in prior if r.info.status == "RUNNING"):
+        log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
+        tracker.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
+        tracker.end_run(stale.info.run_id, "KILLED")
+    done = [r for r in prior if r.info.status == "FINISHED"]
+    if not cfg.get("resume", True) or not done:
+        return None
+    run = done[0]
+    if parent:
+        tracker.set_tags(run.info.run_id, {"mlflow.parentRunId": parent})
+    log.info("job already finished as MLflow run %s (resume=true); not running it again", run.info.run_id)
+    return run
+
+
 def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None."""
     tracker: MlflowTracker = instantiate(cfg.tracking)
     name, parent, multirun = _job_name()
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    jhash = job_hash(resolved)
+    previous = _resume(cfg, tracker, jhash, parent)
+    if previous is not None:
+        return _objective(cfg, previous.data.metrics)
     run_id = tracker.start_run(run_name=name, parent_run_id=parent,
-                               tags={"ragbench.role": "job", "ragbench.overrides": name})
+                               tags={"ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash})
     status = "FAILED"
     try:
         tracker.log_params(run_id, flatten(resolved))
         components = build(cfg)
+        cache: StageCache = instantiate(cfg.cache)
         tracker.set_tags(run_id, {
             "ragbench.generator": components.generator.identity,
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
         })
-        result: JobResult = Pipeline(components, progress=_CaseProgress()).run()
+        result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
-                topk=components.topk, extra_tags={})
+                topk=components.topk,
+                extra_tags={f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()})
         status = "FINISHED"
         job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=run_id)
-        objective = cfg.get("objective")
-        return float(result.metrics.get(objective, float("nan"))) if objective else None
+        return _objective(cfg, result.metrics)
     except KeyboardInterrupt:
         status = "KILLED"
         raise

@@ -84,6 +84,8 @@ class EvidenceMatcher:
                 cid for cid in self._by_ref.get(ev.ref, [])
                 if (ev.doc_id is None or self.tree[cid].doc_id == ev.doc_id)
             ]
+            if not found and ev.ref in self.tree.chunks:  # custom QA may cite ragbench chunk ids
+                found = [ev.ref]
             if found:
                 low = min(self.tree[c].level for c in found)
                 anchors = tuple(c for c in found if self.tree[c].level == low)

@@ -3,37 +3,48 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragbench.errors import ConfigError
-from ragbench.evidence import (
-    EvidenceMap,
-    EvidenceMatcher,
-    context_has_evidence,
-    evidence_recall,
-    match_stats,
-    relevant_searchable,
-    unit_ranking,
+from ragbench.cache.entries import (
+    answer_from,
+    answer_record,
+    check_index,
+    index_fingerprint,
+    library_versions,
+    load_hits,
+    load_vectors,
+    save_hits,
+    save_vectors,
+    texts_digest,
 )
+from ragbench.cache.store import StageCache, make_key
+from ragbench.errors import ConfigError, IndexMismatchError
+from ragbench.evidence import EvidenceMap, EvidenceMatcher, context_has_evidence, evidence_recall, match_stats
 from ragbench.expand import count_tokens
 from ragbench.judge.aggregate import aggregate
-from ragbench.judge.ir import retrieval_metrics
-from ragbench.protocols import Chunker, DatasetAdapter, Embedder, Expander, Generator, Judge, Reranker, Retriever
-from ragbench.types import Answer, CaseResult, ChunkTree, EvalSet, Hit, Query
+from ragbench.judge.retrieval import metric_ks, retrieval_scores
+from ragbench.protocols import (
+    Chunker,
+    DatasetAdapter,
+    Embedder,
+    Expander,
+    Generator,
+    Judge,
+    Reranker,
+    Retriever,
+)
+from ragbench.types import Answer, CaseResult, ChunkTree, Context, EvalSet, Hit, Query
 
 log = logging.getLogger(__name__)
 
-INDEX_SCHEMA = 1
-BASE_KS = (1, 3, 5)
 Progress = Callable[[str, int, int], None]
 
 
@@ -65,70 +76,21 @@ class JobResult:
     timings: Mapping[str, float]
     counts: Mapping[str, int]
     evidence: Mapping[str, EvidenceMap] = field(default_factory=dict)
-
-
-def sha256_json(obj: Any) -> str:
-    """SHA-256 of a canonical JSON rendering."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever) -> str:
-    """SHA-256 over searchable chunk ids and texts, embedder identity and index params (never top-k)."""
-    h = hashlib.sha256()
-    for c in tree.searchable():
-        h.update(c.chunk_id.encode())
-        h.update(b"\0")
-        h.update(c.text.encode())
-        h.update(b"\n")
-    meta = {
-        "schema": INDEX_SCHEMA,
-        "embedder": embedder.identity if embedder is not None and retriever.needs_vectors else None,
-        "retriever": dict(retriever.params()),
-    }
-    h.update(json.dumps(meta, sort_keys=True).encode())
-    return h.hexdigest()
-
-
-def metric_ks(topk: int) -> list[int]:
-    """Cut-offs reported: 1, 3, 5 and the job's top-k."""
-    return sorted({*BASE_KS, topk})
-
-
-def _retrieval_scores(
-    tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit], ks: Sequence[int], topk: int
-) -> dict[str, float]:
-    if not emap.matched:
-        return {}
-    out: dict[str, float] = {}
-    ranked = [h.chunk_id for h in hits]
-    for key, value in retrieval_metrics(ranked, relevant_searchable(tree, emap), ks).items():
-        out[f"retrieval/chunk/{key}"] = value
-    for k in ks:
-        units, qrels = unit_ranking(tree, emap, hits[:k])
-        cut = max(len(units), 1)
-        for key, value in retrieval_metrics(units, qrels, [cut]).items():
-            if key == "mrr":
-                continue
-            name = key.rsplit("_at_", 1)[0]
-            out[f"retrieval/{name}_at_{k}"] = value
-    units, qrels = unit_ranking(tree, emap, hits)
-    out["retrieval/mrr"] = retrieval_metrics(units, qrels, [max(len(units), 1)])["mrr"]
-    texts = [t for t in emap.texts if t]
-    rec = evidence_recall(texts, [tree[h.chunk_id].text for h in hits[:topk]])
-    if rec is not None:
-        out["retrieval/evidence_recall"] = rec
-    return out
+    cache_keys: Mapping[str, str] = field(default_factory=dict)
 
 
 class Pipeline:
-    """Runs one job's stages in order and times them."""
+    """Runs one job's stages in order, times them, and reuses what the stage cache holds."""
 
-    def __init__(self, components: Components, *, progress: Progress | None = None) -> None:
+    def __init__(self, components: Components, *, cache: StageCache | None = None,
+                 progress: Progress | None = None) -> None:
         if components.topk < 1:
             raise ConfigError(f"retrieval.topk must be >= 1, got {components.topk}")
         self.c = components
+        self.cache = cache or StageCache(mode="off")
         self.progress = progress or (lambda stage, done, total: None)
         self.timings: dict[str, float] = {}
+        self.embedded_texts = 0
 
     def _timed(self, stage: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
@@ -137,32 +99,84 @@ class Pipeline:
         finally:
             self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - start
 
+    def _embed(self, texts: list[str], *, queries: bool) -> np.ndarray:
+        emb = self.c.embedder
+        assert emb is not None
+        self.embedded_texts += 0 if queries else len(texts)
+        return emb.embed_queries(texts) if queries else emb.embed_documents(texts)
+
+    def _vectors(self, chunks_key: str, ids: list[str], texts: list[str]) -> np.ndarray:
+        """Corpus vectors, from the cache when this corpus was embedded by this embedder before."""
+        emb = self.c.embedder
+        assert emb is not None
+        expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
+                    "libraries": library_versions()}
+        key = make_key({"stage": "index", "chunks": chunks_key, "embedder": emb.identity})
+
+        def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
+            check_index(manifest, expected, folder)
+            stored_ids, vecs = load_vectors(folder)
+            if stored_ids != ids:
+                raise IndexMismatchError(f"the cached index at {folder} holds other chunk ids than this corpus; "
+                                         "fix: rebuild it with cache.mode=refresh")
+            return vecs
+
+        def build() -> tuple[list[str], np.ndarray]:
+            return ids, self._timed("embed", lambda: self._embed(texts, queries=False))
+
+        value, _ = self.cache.folder(
+            "index", key, {**expected, "dim": None},
+            build=build, save=save_vectors, load=lambda f, m: (ids, load(f, m)),
+        )
+        return value[1]
+
+    def _query_vectors(self, texts: list[str]) -> np.ndarray:
+        emb = self.c.embedder
+        assert emb is not None
+        key = make_key({"stage": "query_vectors", "embedder": emb.identity, "queries": texts_digest(texts)})
+        value, _ = self.cache.folder(
+            "query_vectors", key, {"embedder": emb.identity, "count": len(texts)},
+            build=lambda: ([str(i) for i in range(len(texts))],
+                           self._timed("embed_queries", lambda: self._embed(texts, queries=True))),
+            save=save_vectors, load=lambda f, m: load_vectors(f),
+        )
+        return value[1]
+
     def run(self) -> JobResult:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
+        chunks_key = make_key({"stage": "chunks", "dataset": evalset.fingerprint, "chunker": dict(c.chunker.params())})
+        self.cache.keys["chunks"] = chunks_key
         searchable = tree.searchable()
         ids = [ch.chunk_id for ch in searchable]
         texts = [ch.text for ch in searchable]
-        needs_vectors = c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)
-        if needs_vectors and c.embedder is None:
+        retriever_vectors = c.retriever.needs_vectors
+        reranker_vectors = any(r.needs_vectors for r in c.rerankers)
+        if (retriever_vectors or reranker_vectors) and c.embedder is None:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
-        vectors = None
-        if needs_vectors:
-            assert c.embedder is not None
-            vectors = self._timed("embed", lambda: c.embedder.embed_documents(texts))
-        self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
         queries = list(evalset.queries)
         qtexts = [q.text for q in queries]
-        qvecs = None
-        if needs_vectors:
-            assert c.embedder is not None
-            qvecs = self._timed("embed_queries", lambda: c.embedder.embed_queries(qtexts))
         ks = metric_ks(c.topk)
         depth = max(max(ks), c.candidates if c.rerankers else 0)
-        hits_all: list[list[Hit]] = self._timed(
-            "search", lambda: c.retriever.search(texts=qtexts, vectors=qvecs, k=depth)
-        )
+        index_fp = index_fingerprint(tree, c.embedder, c.retriever)
+        vectors = qvecs = None
+
+        def search() -> list[list[Hit]]:
+            nonlocal vectors, qvecs
+            if retriever_vectors:
+                vectors = self._vectors(chunks_key, ids, texts)
+                qvecs = self._query_vectors(qtexts)
+            self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
+            return self._timed("search", lambda: c.retriever.search(texts=qtexts, vectors=qvecs, k=depth))
+
+        retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
+                                  "k": depth})
+        hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
+                                        build=search, save=save_hits, load=lambda f, m: load_hits(f))
+        if reranker_vectors and vectors is None:
+            vectors = self._vectors(chunks_key, ids, texts)
+            qvecs = self._query_vectors(qtexts)
         matcher = EvidenceMatcher(tree)
         emaps = self._timed("evidence", lambda: {q.qid: matcher.match(q) for q in queries})
         row_of = {cid: i for i, cid in enumerate(ids)}
@@ -184,21 +198,20 @@ class Pipeline:
         metrics["latency/search_mean_ms"] = 1000.0 * search_s / max(len(queries), 1)
         for key, value in match_stats(emaps).items():
             metrics[key] = float(value)
+        metrics.update(self.cache.counters())
+        metrics["ingest/embedded_texts"] = float(self.embedded_texts)
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),
             "searchable_chunks": len(searchable),
             "queries": len(queries),
             "failed_cases": sum(cs.failed for cs in cases),
-            "embedded_texts": len(texts) if vectors is not None else 0,
+            "embedded_texts": self.embedded_texts,
         }
-        fingerprints = {
-            "dataset_sha256": evalset.fingerprint,
-            "index_sha256": index_fingerprint(tree, c.embedder, c.retriever),
-        }
+        fingerprints = {"dataset_sha256": evalset.fingerprint, "index_sha256": index_fp}
         return JobResult(
             evalset=evalset, tree=tree, cases=tuple(cases), metrics=metrics, fingerprints=fingerprints,
-            timings=dict(self.timings), counts=counts, evidence=emaps,
+            timings=dict(self.timings), counts=counts, evidence=emaps, cache_keys=dict(self.cache.keys),
         )
 
     def _case(
@@ -230,7 +243,7 @@ class Pipeline:
             if c.rerankers:
                 latency["rerank"] = time.perf_counter() - t
             final = final[: max(ks)]
-            scores.update(_retrieval_scores(tree, emap, final, ks, c.topk))
+            scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
             t = time.perf_counter()
             contexts = tuple(c.expander.expand(final[: c.topk], tree))
             latency["expand"] = time.perf_counter() - t
@@ -243,7 +256,16 @@ class Pipeline:
                 if ctx_tokens:
                     scores["context/evidence_recall_per_1k_tokens"] = rec * 1000.0 / ctx_tokens
             t = time.perf_counter()
-            answer = c.generator.answer(query, contexts)
+            answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
+                                   "question": query.text, "type": query.question_type,
+                                   "contexts": [[x.title, x.text] for x in contexts]})
+            record = self.cache.get_record("answers", answer_key)
+            if record is not None:
+                answer = answer_from(record)
+            else:
+                answer = c.generator.answer(query, contexts)
+                self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
+                                                              "qid": query.qid}, answer_record(answer))
             latency["generate"] = time.perf_counter() - t
             if answer.citations and emap.matched:
                 cited = [n for n in answer.citations if 1 <= n <= len(contexts)]
@@ -253,7 +275,7 @@ class Pipeline:
                     ) / len(cited)
             t = time.perf_counter()
             for judge in c.judges.values():
-                scores.update(judge.judge(query, contexts, answer))
+                scores.update(self._verdict(judge, query, contexts, answer, answer_key))
             latency["judge"] = time.perf_counter() - t
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
             log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
@@ -263,3 +285,19 @@ class Pipeline:
             )
         return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                           latency=latency)
+
+    def _verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
+                 answer_key: str) -> dict[str, float]:
+        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case."""
+        identity = getattr(judge, "identity", None)
+        if identity is None:
+            return judge.judge(query, contexts, answer)
+        key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
+                        "gold": list(query.answers), "answerable": query.answerable})
+        record = self.cache.get_record("verdicts", key)
+        if record is not None:
+            return {k: float(v) for k, v in record.items()}
+        scores = judge.judge(query, contexts, answer)
+        if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
+            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid}, scores)
+        return scores

@@ -11,7 +11,13 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
+import tempfile  # noqa: E402
+
 import pytest  # noqa: E402
+
+# One stage cache for the whole test session (subprocess sweeps inherit it), so the bundled corpora
+# are embedded once; tests that assert cache misses pass their own cache.dir.
+os.environ.setdefault("RAGBENCH_STAGE_CACHE", tempfile.mkdtemp(prefix="ragbench-test-cache-"))
 
 
 @pytest.fixture(scope="session")

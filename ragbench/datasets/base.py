@@ -113,7 +113,7 @@ class FileReader:
     def read_csv(self, rel: str) -> list[dict[str, str]]:
         text = self.read_text(rel)
         try:
-            return list(csv.DictReader(io.StringIO(text, newline="")))
+            return list(csv.DictReader(io.StringIO(text, newline=""), strict=True))
         except csv.Error as exc:
             raise DatasetError(
                 f"invalid CSV: {exc}", dataset=self.dataset, file=str(self.root / rel),

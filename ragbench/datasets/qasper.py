@@ -84,8 +84,7 @@ class QasperAdapter(BaseAdapter):
                     golds.append(gold)
                     for ev in body.get("evidence") or []:
                         text = str(ev)
-                        if text.startswith(FLOAT_PREFIX):
-                            text = text[len(FLOAT_PREFIX):]
+                        text = text.removeprefix(FLOAT_PREFIX)
                         if text.strip() and text not in evidence:
                             evidence.append(text)
                 stats["annotations"] += len(annotations)

@@ -148,6 +148,13 @@ class MlflowTracker:
         """FINISHED, FAILED or KILLED."""
         self.client.set_terminated(run_id, status=status)
 
+    def runs_with_tag(self, key: str, value: str) -> list[Any]:
+        """Runs of this experiment whose tag ``key`` equals ``value``, newest first."""
+        return list(self.client.search_runs(
+            [self.experiment_id()], filter_string=f"tags.`{key}` = '{value}'", max_results=100,
+            order_by=["attributes.start_time DESC"],
+        ))
+
     def search_children(self, parent_run_id: str) -> list[Any]:
         """Runs whose parent is ``parent_run_id``."""
         return list(self.client.search_runs(

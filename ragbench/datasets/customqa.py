@@ -1,0 +1,153 @@
+"""Question files of the custom adapter: ragbench QA JSONL and EasyRAG evaluation-set JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragbench.datasets.base import require
+from ragbench.errors import DatasetError
+
+DEFAULT_TYPE = "general"
+REFUSAL_GOLD = "Not mentioned"  # gold of unanswerable questions that give no answer (as locomo)
+
+
+@dataclass(frozen=True)
+class RawEvidence:
+    """One evidence item as written in the QA file, before its document id is resolved."""
+
+    text: str | None
+    ref: str | None
+    doc: str | None
+    relevance: int
+    doc_field: str = "doc_id"
+
+
+@dataclass(frozen=True)
+class RawQA:
+    """One question as written in the QA file (``where`` locates it for error messages)."""
+
+    qid: str
+    question: str
+    answers: tuple[str, ...]
+    question_type: str
+    answerable: bool
+    evidence: tuple[RawEvidence, ...]
+    docs: tuple[str, ...]
+    where: str
+    meta: Mapping[str, Any]
+
+
+Check = Callable[..., Any]
+
+
+def _checker(dataset: str, file: str) -> Check:
+    def check(record: Any, key: str, where: str, types: tuple[type, ...]) -> Any:
+        return require(record, key, dataset=dataset, file=file, where=where, types=types)
+    return check
+
+
+def _relevance(value: Any, *, dataset: str, file: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or int(value) != value:
+        raise DatasetError(f"relevance must be a whole number >= 0, found {value!r}", dataset=dataset,
+                           file=file, record=where, field="relevance",
+                           fix="use EasyRAG's grades 0-3 (0 irrelevant ... 3 direct evidence)")
+    return int(value)
+
+
+def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[RawQA]:
+    """ragbench QA JSONL: ``question``, ``answers`` (list or string), optional ``id``, ``question_type``,
+    ``answerable``, ``doc_ids`` and ``evidence`` (quotes as strings, or ``{text, ref, doc_id, relevance}``)."""
+    check = _checker(dataset, file)
+    out: list[RawQA] = []
+    for n, row in enumerate(rows, start=1):
+        where = f"line {n}"
+        question = check(row, "question", where, (str,))
+        answers = check(row, "answers", where, (list, str))
+        answers = [answers] if isinstance(answers, str) else answers
+        for a in answers:
+            if not isinstance(a, str | int | float) or isinstance(a, bool):
+                raise DatasetError(f"answers must be strings, found {type(a).__name__}", dataset=dataset,
+                                   file=file, record=where, field="answers", fix='write "answers": ["..."]')
+        answerable = row.get("answerable", True)
+        if not isinstance(answerable, bool):
+            check(row, "answerable", where, (bool,))
+        evidence: list[RawEvidence] = []
+        for ei, item in enumerate(row.get("evidence") or []):
+            ewhere = f"{where} evidence[{ei}]"
+            if isinstance(item, str):
+                evidence.append(RawEvidence(text=item, ref=None, doc=None, relevance=1))
+                continue
+            if not isinstance(item, dict) or not (item.get("text") or item.get("ref")):
+                raise DatasetError("an evidence item must be a quote string or an object with 'text' or 'ref'",
+                                   dataset=dataset, file=file, record=ewhere, field="evidence",
+                                   fix='write "evidence": ["quote", {"text": "quote", "doc_id": "file.md"}]')
+            evidence.append(RawEvidence(
+                text=str(item["text"]) if item.get("text") else None,
+                ref=str(item["ref"]) if item.get("ref") else None,
+                doc=str(item["doc_id"]) if item.get("doc_id") else None,
+                relevance=_relevance(item.get("relevance", 1), dataset=dataset, file=file, where=ewhere),
+                doc_field="evidence.doc_id",
+            ))
+        docs = row.get("doc_ids") or []
+        if not isinstance(docs, list):
+            check(row, "doc_ids", where, (list,))
+        qtype = row.get("question_type") or DEFAULT_TYPE
+        out.append(RawQA(
+            qid=str(row.get("id") or f"q{n}"), question=question,
+            answers=tuple(str(a) for a in answers) or ((REFUSAL_GOLD,) if not answerable else ()),
+            question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
+            docs=tuple(str(d) for d in docs), where=where, meta={},
+        ))
+    return out
+
+
+def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:
+    """EasyRAG evaluation set: a JSON list (or ``{"samples": [...]}``) of ``{id, question,
+    reference_answer, evidence[{document_id, node_id, quote, relevance}], difficulty, question_type,
+    answerable}``. Evidence graded 0 (irrelevant) is not gold and is left out."""
+    check = _checker(dataset, file)
+    if isinstance(data, dict):
+        data = check(data, "samples", "top level", (list,))
+    out: list[RawQA] = []
+    for n, row in enumerate(data):
+        where = f"#{n}"
+        qid = str(check(row, "id", where, (str, int)))
+        where = f"#{n} (id {qid})"
+        question = check(row, "question", where, (str,))
+        answerable = check(row, "answerable", where, (bool,))
+        answer = row.get("reference_answer")
+        if answerable:
+            answer = check(row, "reference_answer", where, (str, int, float))
+        elif answer is not None and not isinstance(answer, str | int | float):
+            check(row, "reference_answer", where, (str,))
+        evidence: list[RawEvidence] = []
+        node_ids: list[str] = []
+        for ei, item in enumerate(check(row, "evidence", where, (list,))):
+            ewhere = f"{where} evidence[{ei}]"
+            quote = item.get("quote") if isinstance(item, dict) else None
+            node = item.get("node_id") if isinstance(item, dict) else None
+            if not quote and not node:
+                check(item, "quote", ewhere, (str,))
+            relevance = _relevance(item.get("relevance", 1), dataset=dataset, file=file, where=ewhere)
+            if node:
+                node_ids.append(str(node))
+            if relevance == 0:
+                continue
+            # EasyRAG node ids name EasyRAG's own chunks: the quote is what locates the evidence here.
+            evidence.append(RawEvidence(
+                text=str(quote) if quote else None, ref=None if quote else str(node),
+                doc=str(item["document_id"]) if item.get("document_id") else None, relevance=relevance,
+                doc_field="evidence.document_id",
+            ))
+        out.append(RawQA(
+            qid=qid, question=question,
+            answers=(str(answer),) if answer is not None else (REFUSAL_GOLD,),
+            question_type=str(row.get("question_type") or DEFAULT_TYPE), answerable=answerable,
+            evidence=tuple(evidence), docs=(), where=where,
+            meta={"difficulty": row.get("difficulty"), "evidence_node_ids": ",".join(node_ids),
+                  "evidence_irrelevant": sum(1 for e in row["evidence"] if isinstance(e, dict)
+                                             and e.get("relevance") == 0)},
+        ))
+    return out

@@ -1,0 +1,215 @@
+"""Fetching official dataset files into the cache: verified, atomic, retried, with a manual fallback."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import http.client
+import json
+import logging
+import os
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from ragbench.datasets.sources import SOURCES, DatasetSource, RemoteFile, Unpack
+from ragbench.errors import DatasetError, DownloadError
+
+log = logging.getLogger(__name__)
+
+CACHE_ENV = "RAGBENCH_CACHE"
+MANIFEST = ".ragbench-download.json"
+TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+CHUNK = 1 << 16
+
+
+def cache_root() -> Path:
+    """``$RAGBENCH_CACHE``, else the platform's user cache folder for ragbench."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ragbench"))
+
+
+def dataset_dir(name: str) -> Path:
+    """Where the official files of ``name`` are kept, in their official layout."""
+    return cache_root() / "datasets" / name
+
+
+class _Transient(Exception):
+    """A failure worth retrying (connection cut, timeout, 5xx, 429)."""
+
+
+class _Permanent(Exception):
+    """A failure retrying the same URL will not fix (404, checksum mismatch)."""
+
+
+def _fetch_once(url: str, tmp: Path, *, timeout: float) -> tuple[str, int]:
+    """Streams ``url`` into ``tmp``; (sha256, size). A body shorter than Content-Length is transient."""
+    request = urllib.request.Request(url, headers={"User-Agent": "ragbench-datasets"})
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp, tmp.open("wb") as out:
+            expected = resp.headers.get("Content-Length")
+            while block := resp.read(CHUNK):
+                out.write(block)
+                h.update(block)
+                size += len(block)
+            out.flush()
+            os.fsync(out.fileno())
+    except urllib.error.HTTPError as exc:
+        kind = _Transient if exc.code in TRANSIENT_STATUS else _Permanent
+        raise kind(f"HTTP {exc.code} {exc.reason}") from exc
+    except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
+        raise _Transient(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}") from exc
+    if expected is not None and size != int(expected):
+        raise _Transient(f"connection closed after {size} of {expected} bytes")
+    return h.hexdigest(), size
+
+
+def _manual_fix(source: DatasetSource, file: RemoteFile, root: Path) -> str:
+    where = f"save it as {root / file.dest}"
+    if file.unpack:
+        where = f"unpack {', '.join(file.unpack.include)} from it into {root} (official layout)"
+    return (f"download {file.urls[0]} by hand and {where}; or set dataset.path to a folder that holds the "
+            f"official {source.name} files (see {source.homepage})")
+
+
+def fetch(source: DatasetSource, file: RemoteFile, root: Path, *, retries: int = 3, backoff: float = 1.0,
+          timeout: float = 60.0) -> dict[str, object]:
+    """Downloads one file (mirrors in order, ``retries`` attempts each for transient errors), verifies
+    size and SHA-256, moves it into place atomically. Returns its manifest entry."""
+    dest = root / file.dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    failures: list[str] = []
+    for url in file.urls:
+        for attempt in range(1, retries + 1):
+            fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+            os.close(fd)
+            tmp = Path(name)
+            try:
+                digest, size = _fetch_once(url, tmp, timeout=timeout)
+                if file.size is not None and size != file.size:
+                    raise _Permanent(f"size {size} bytes, expected {file.size}")
+                if file.sha256 is not None and digest != file.sha256:
+                    raise _Permanent(f"SHA-256 {digest}, expected {file.sha256}")
+                os.replace(tmp, dest)
+            except _Transient as exc:
+                failures.append(f"{url}: {exc} (attempt {attempt}/{retries})")
+                log.warning("download of %s failed: %s (attempt %d/%d)", url, exc, attempt, retries)
+                if attempt < retries:
+                    time.sleep(backoff * 2 ** (attempt - 1))
+                continue
+            except _Permanent as exc:
+                failures.append(f"{url}: {exc}")
+                log.warning("download of %s failed: %s", url, exc)
+                break
+            finally:
+                tmp.unlink(missing_ok=True)
+            if file.sha256 is None:
+                log.warning("%s: no pinned SHA-256 for %s; downloaded file has SHA-256 %s (recorded in %s; pin "
+                            "it in ragbench/datasets/sources.py once checked)", source.name, file.dest, digest,
+                            root / MANIFEST)
+            return {"url": url, "sha256": digest, "size": size, "verified": file.sha256 is not None}
+    raise DownloadError(
+        f"dataset '{source.name}': could not download {file.dest}:\n  " + "\n  ".join(failures)
+        + f"\n  fix: {_manual_fix(source, file, root)}"
+    )
+
+
+def _members(names: list[str], spec: Unpack) -> Iterator[tuple[str, str]]:
+    """(member name, destination below the root) of the archive members to keep."""
+    for name in names:
+        parts = PurePosixPath(name).parts[spec.strip:]
+        if not parts or name.endswith("/") or ".." in parts or PurePosixPath(name).is_absolute():
+            continue
+        rel = "/".join(parts)
+        if any(fnmatch.fnmatch(rel, pattern) for pattern in spec.include):
+            yield name, parts[-1] if spec.flatten else rel
+
+
+def _write_atomic(dest: Path, data: bytes) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(name, dest)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def unpack(archive: Path, spec: Unpack, root: Path) -> list[str]:
+    """Extracts the wanted members of a .zip or .tar(.gz) into ``root`` (each file atomically)."""
+    written: list[str] = []
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            for member, rel in _members(zf.namelist(), spec):
+                _write_atomic(root / rel, zf.read(member))
+                written.append(rel)
+    else:
+        with tarfile.open(archive, "r:*") as tf:
+            files = {m.name: m for m in tf.getmembers() if m.isfile()}
+            for member, rel in _members(list(files), spec):
+                handle = tf.extractfile(files[member])
+                if handle is not None:
+                    _write_atomic(root / rel, handle.read())
+                    written.append(rel)
+    return written
+
+
+def is_present(source: DatasetSource, root: Path) -> bool:
+    """True when every official file (or its unpacked members) is already below ``root``."""
+    return all((root / rel).is_file() for f in source.files for rel in f.outputs())
+
+
+def download(source: DatasetSource, root: Path, *, force: bool = False, retries: int = 3, backoff: float = 1.0,
+             timeout: float = 60.0, files: tuple[RemoteFile, ...] | None = None) -> Path:
+    """Fetches the missing files of ``source`` (all with ``force``) into ``root`` under a file lock."""
+    from filelock import FileLock
+
+    root.mkdir(parents=True, exist_ok=True)
+    wanted = source.files if files is None else files
+    with FileLock(str(root / ".download.lock")):
+        manifest_path = root / MANIFEST
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        for file in wanted:
+            if not force and all((root / rel).is_file() for rel in file.outputs()):
+                continue
+            entry = fetch(source, file, root, retries=retries, backoff=backoff, timeout=timeout)
+            if file.unpack:
+                archive = root / file.dest
+                entry["unpacked"] = unpack(archive, file.unpack, root)
+                missing = [rel for rel in file.expect if not (root / rel).is_file()]
+                archive.unlink(missing_ok=True)
+                if missing:
+                    raise DownloadError(
+                        f"dataset '{source.name}': {file.urls[0]} holds no {', '.join(missing)}\n"
+                        f"  fix: {_manual_fix(source, file, root)}"
+                    )
+            manifest[file.dest] = entry
+            _write_atomic(manifest_path, json.dumps(manifest, indent=2, sort_keys=True).encode())
+    return root
+
+
+def ensure_downloaded(name: str) -> Path:
+    """Folder of the official files of ``name``, downloading what is missing (variant ``full``)."""
+    source = SOURCES.get(name)
+    if source is None:
+        raise DatasetError(
+            "this dataset has no official download", dataset=name,
+            fix=f"set dataset.path to the folder holding its files (downloadable: {sorted(SOURCES)})",
+        )
+    root = dataset_dir(name)
+    if is_present(source, root):
+        return root
+    log.info("downloading %s into %s", name, root)
+    return download(source, root)

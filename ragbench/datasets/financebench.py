@@ -1,0 +1,184 @@
+"""FinanceBench open-source subset (patronus-ai/financebench): filings as page-sectioned documents."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ragbench.datasets.base import BaseAdapter, FileReader, require
+from ragbench.datasets.filetext import UnreadableDocument, pdf_pages
+from ragbench.errors import ConfigError, DatasetError
+from ragbench.types import Document, Evidence, Paragraph, Query, Section
+
+log = logging.getLogger(__name__)
+
+QUESTIONS = "data/financebench_open_source.jsonl"
+DOCUMENTS = "data/financebench_document_information.jsonl"
+PDF_DIR = "pdfs"
+CORPUS_MODES = ("auto", "pdfs", "pages_only")
+PAGES_ONLY_WARNING = (
+    "pages_only corpus: built from evidence_text_full_page, it holds only the gold evidence pages "
+    "(no other pages of the filings), so retrieval scores are inflated; add pdfs/ for the real corpus"
+)
+
+
+def page_ref(page: int) -> str:
+    """Paragraph/Section ref of a page: FinanceBench's own zero-based ``evidence_page_num``."""
+    return str(page)
+
+
+def _page_section(page: int, text: str) -> Section:
+    return Section(title=f"Page {page + 1}", paragraphs=(Paragraph(text=text, ref=page_ref(page)),),
+                   ref=page_ref(page), meta={"page_index": page})
+
+
+class FinanceBenchAdapter(BaseAdapter):
+    """Questions from ``financebench_open_source.jsonl``; the corpus is the filings they reference.
+
+    ``corpus=pdfs`` reads ``pdfs/<doc_name>.pdf`` with pypdf, one section per page (ref = zero-based
+    page index, as ``evidence_page_num``); ``pages_only`` builds each filing from the distinct
+    ``evidence_text_full_page`` of its questions (tagged: it inflates retrieval scores); ``auto``
+    picks ``pdfs`` when the folder exists. Unreadable or missing PDFs are skipped and counted, and
+    their questions with them.
+    """
+
+    def __init__(self, *, corpus: str = "auto", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if corpus not in CORPUS_MODES:
+            raise ConfigError(f"dataset.corpus={corpus!r} is not valid; choose one of {list(CORPUS_MODES)}")
+        self.corpus = corpus
+        self._resolved: str | None = None
+
+    def read_spec(self) -> dict[str, Any]:
+        return {"corpus": self._resolved or self.corpus}
+
+    def extra_tags(self) -> dict[str, str]:
+        mode = self._resolved or self.corpus
+        tags = {"corpus": mode}
+        if mode == "pages_only":
+            tags["corpus_warning"] = PAGES_ONLY_WARNING
+        return tags
+
+    def _mode(self, reader: FileReader) -> str:
+        has_pdfs = (reader.root / PDF_DIR).is_dir()
+        if self.corpus == "pdfs" and not has_pdfs:
+            raise DatasetError(
+                "corpus=pdfs but the pdfs/ folder does not exist", dataset=self.name,
+                file=str(reader.root / PDF_DIR),
+                fix="put the filings at pdfs/<doc_name>.pdf (`python -m ragbench.datasets download "
+                "financebench --pdfs`), or set dataset.corpus=pages_only",
+            )
+        if self.corpus == "auto":
+            return "pdfs" if has_pdfs else "pages_only"
+        return self.corpus
+
+    def _pdf_document(self, reader: FileReader, name: str, meta: dict[str, Any],
+                      stats: dict[str, int]) -> Document | None:
+        rel = f"{PDF_DIR}/{name}.pdf"
+        if not (reader.root / rel).is_file():
+            stats["pdf_missing"] += 1
+            log.warning("financebench: %s is missing; its questions are skipped (counted)", reader.root / rel)
+            return None
+        try:
+            pages = pdf_pages(reader.read_bytes(rel))
+        except UnreadableDocument as exc:
+            stats["pdf_unreadable"] += 1
+            log.warning("financebench: skipping unreadable PDF %s (%s)", reader.root / rel, exc)
+            return None
+        stats["pdf_pages"] += len(pages)
+        stats["pdf_pages_empty"] += sum(1 for p in pages if not p)
+        sections = tuple(_page_section(i, text) for i, text in enumerate(pages) if text)
+        if not sections:
+            stats["pdf_unreadable"] += 1
+            log.warning("financebench: %s has no extractable text; skipped", reader.root / rel)
+            return None
+        return Document(doc_id=name, title=f"{meta.get('company', name)} {name}", sections=sections,
+                        meta={**meta, "pages": len(pages)})
+
+    def _read(self, reader: FileReader) -> tuple[list[Document], list[Query], dict[str, int]]:
+        mode = self._resolved = self._mode(reader)
+        qfile, dfile = str(reader.root / QUESTIONS), str(reader.root / DOCUMENTS)
+        stats = {"questions": 0, "evidence_items": 0, "qa_without_evidence": 0, "pdf_pages": 0,
+                 "pdf_pages_empty": 0, "pdf_missing": 0, "pdf_unreadable": 0, "qa_skipped_no_document": 0,
+                 "evidence_page_out_of_range": 0, "pages_conflicting_text": 0}
+        info: dict[str, dict[str, Any]] = {}
+        for n, row in enumerate(reader.read_jsonl(DOCUMENTS), start=1):
+            name = require(row, "doc_name", dataset=self.name, file=dfile, where=f"line {n}", types=(str,))
+            info[name] = {k: row[k] for k in ("company", "gics_sector", "doc_type", "doc_period", "doc_link")
+                          if k in row}
+        rows = reader.read_jsonl(QUESTIONS)
+        pages: dict[str, dict[int, str]] = {}
+        parsed = []
+        for n, row in enumerate(rows, start=1):
+            qid = require(row, "financebench_id", dataset=self.name, file=qfile, where=f"line {n}", types=(str,))
+            where = f"line {n} ({qid})"
+            for key in ("doc_name", "question_type", "question"):
+                require(row, key, dataset=self.name, file=qfile, where=where, types=(str,))
+            require(row, "answer", dataset=self.name, file=qfile, where=where, types=(str, int, float))
+            evidence = require(row, "evidence", dataset=self.name, file=qfile, where=where, types=(list,))
+            doc = row["doc_name"]
+            if doc not in info:
+                raise DatasetError(
+                    f"the question refers to document {doc!r}, which {DOCUMENTS} does not list",
+                    dataset=self.name, file=qfile, record=where, field="doc_name",
+                    fix=f"use the {DOCUMENTS} that came with this question file (same release)",
+                )
+            for ei, ev in enumerate(evidence):
+                ewhere = f"{where} evidence[{ei}]"
+                require(ev, "evidence_text", dataset=self.name, file=qfile, where=ewhere, types=(str,))
+                page = require(ev, "evidence_page_num", dataset=self.name, file=qfile, where=ewhere, types=(int,))
+                if mode == "pages_only":
+                    full = require(ev, "evidence_text_full_page", dataset=self.name, file=qfile, where=ewhere,
+                                   types=(str,))
+                    ev_doc = str(ev.get("doc_name") or doc)
+                    known = pages.setdefault(ev_doc, {})
+                    if page in known and known[page] != full:
+                        stats["pages_conflicting_text"] += 1
+                    known.setdefault(page, full)
+            parsed.append((row, where))
+
+        docs: dict[str, Document | None] = {}
+        for row, _ in parsed:
+            name = row["doc_name"]
+            if name in docs:
+                continue
+            if mode == "pdfs":
+                docs[name] = self._pdf_document(reader, name, info[name], stats)
+            else:
+                sections = tuple(_page_section(p, t) for p, t in sorted(pages.get(name, {}).items()))
+                docs[name] = Document(doc_id=name, title=f"{info[name].get('company', name)} {name}",
+                                      sections=sections, meta={**info[name], "corpus": "pages_only"}) if sections else None
+
+        queries: list[Query] = []
+        for row, _ in parsed:
+            stats["questions"] += 1
+            doc = docs.get(row["doc_name"])
+            if doc is None:
+                stats["qa_skipped_no_document"] += 1
+                continue
+            n_pages = doc.meta.get("pages")
+            evidence = []
+            for ev in row["evidence"]:
+                page = ev["evidence_page_num"]
+                if isinstance(n_pages, int) and not 0 <= page < n_pages:
+                    stats["evidence_page_out_of_range"] += 1
+                evidence.append(Evidence(ref=page_ref(page), text=ev["evidence_text"],
+                                         doc_id=str(ev.get("doc_name") or row["doc_name"])))
+            stats["evidence_items"] += len(evidence)
+            if not evidence:
+                stats["qa_without_evidence"] += 1
+            queries.append(Query(
+                qid=row["financebench_id"],
+                text=row["question"],
+                answers=(str(row["answer"]),),
+                question_type=row["question_type"],
+                answerable=True,
+                evidence=tuple(evidence),
+                doc_ids=(row["doc_name"],),
+                meta={"company": row.get("company"), "question_reasoning": row.get("question_reasoning"),
+                      "justification": row.get("justification")},
+            ))
+        if stats["qa_skipped_no_document"]:
+            log.warning("financebench: %d questions skipped because their filing is missing or unreadable",
+                        stats["qa_skipped_no_document"])
+        return [d for d in docs.values() if d is not None], queries, stats

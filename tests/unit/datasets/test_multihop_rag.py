@@ -1,0 +1,132 @@
+"""MultiHop-RAG adapter on the synthetic fixture (documented schema): counts, evidence, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ragbench.datasets.base import bundled_sample
+from ragbench.datasets.multihop_rag import MultiHopRAGAdapter, article_id
+from ragbench.errors import DatasetError
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "multihop_rag"
+
+
+def load(root: Path | None = FIXTURE, **kw):
+    return MultiHopRAGAdapter(name="multihop_rag", path=str(root) if root else None, **kw).load()
+
+
+def test_fixture_is_labelled_synthetic_and_bundled_byte_identical():
+    assert "SYNTHETIC" in (FIXTURE / "README.md").read_text(encoding="utf-8")
+    assert "SYNTHETIC" in (bundled_sample("multihop_rag") / "NOTICE").read_text(encoding="utf-8")
+    for name in ("corpus.json", "MultiHopRAG.json"):
+        assert (FIXTURE / name).read_bytes() == (bundled_sample("multihop_rag") / name).read_bytes()
+
+
+def test_counts_by_type_match_raw_file():
+    raw = json.loads((FIXTURE / "MultiHopRAG.json").read_text(encoding="utf-8"))
+    es = load()
+    assert Counter(q.question_type for q in es.queries) == Counter(r["question_type"] for r in raw)
+    assert len(es.documents) == len(json.loads((FIXTURE / "corpus.json").read_text(encoding="utf-8"))) == 8
+
+
+def test_null_query_is_unanswerable_without_documents():
+    nulls = [q for q in load().queries if q.question_type == "null_query"]
+    assert len(nulls) == 2
+    assert all(not q.answerable and q.doc_ids == () and q.answers == ("Insufficient information.",) for q in nulls)
+
+
+def test_facts_are_text_evidence_on_the_right_article():
+    raw = json.loads((FIXTURE / "MultiHopRAG.json").read_text(encoding="utf-8"))
+    corpus = {a["url"]: a for a in json.loads((FIXTURE / "corpus.json").read_text(encoding="utf-8"))}
+    es = load()
+    docs = {d.doc_id: d for d in es.documents}
+    for row, q in zip(raw, es.queries, strict=True):
+        assert [e.text for e in q.evidence] == [e["fact"] for e in row["evidence_list"]]
+        for ev, item in zip(q.evidence, row["evidence_list"], strict=True):
+            assert ev.doc_id == article_id(item["url"], item["title"])
+            body = " ".join(p.text for p in docs[ev.doc_id].sections[0].paragraphs)
+            assert ev.text in body and docs[ev.doc_id].title == corpus[item["url"]]["title"]
+        assert set(q.doc_ids) == {article_id(e["url"], e["title"]) for e in row["evidence_list"]}
+
+
+def test_bundled_sample_is_tagged_synthetic():
+    es = load(None)
+    assert es.tags == {"sample": "synthetic"} and len(es.queries) == 11
+
+
+def test_github_layout_under_dataset_folder(tmp_path):
+    shutil.copytree(FIXTURE, tmp_path / "dataset")
+    es = load(tmp_path)
+    assert es.files == ("dataset/corpus.json", "dataset/MultiHopRAG.json") and es.tags == {}
+
+
+def test_evidence_matched_by_title_when_url_differs(tmp_path):
+    shutil.copytree(FIXTURE, tmp_path / "d")
+    p = tmp_path / "d" / "MultiHopRAG.json"
+    raw = json.loads(p.read_text(encoding="utf-8"))
+    raw[0]["evidence_list"][0]["url"] = "https://elsewhere.example.com/x"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    es = load(tmp_path / "d")
+    assert es.stats["evidence_matched_by_title"] == 1 and len(es.queries) == 11
+
+
+def _error(root: Path) -> DatasetError:
+    with pytest.raises(DatasetError) as info:
+        load(root)
+    assert "dataset 'multihop_rag'" in str(info.value) and "fix:" in str(info.value)
+    return info.value
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path / "d")
+    return tmp_path / "d"
+
+
+def test_missing_queries_file(copy):
+    (copy / "MultiHopRAG.json").unlink()
+    assert _error(copy).file.endswith("MultiHopRAG.json")
+
+
+def test_invalid_json(copy):
+    (copy / "corpus.json").write_text("[{", encoding="utf-8")
+    assert "invalid JSON" in str(_error(copy))
+
+
+def test_wrong_top_level(copy):
+    (copy / "corpus.json").write_text('{"articles": []}', encoding="utf-8")
+    assert "expected a JSON array" in str(_error(copy))
+
+
+def test_invalid_utf8(copy):
+    p = copy / "corpus.json"
+    p.write_bytes(p.read_bytes().replace(b"Harborview", b"Harb\xffrview", 1))
+    assert "invalid UTF-8" in str(_error(copy))
+
+
+def test_missing_field(copy):
+    p = copy / "MultiHopRAG.json"
+    raw = json.loads(p.read_text(encoding="utf-8"))
+    del raw[4]["evidence_list"][1]["fact"]
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    err = _error(copy)
+    assert err.field == "fact" and err.record == "#4 evidence_list[1]"
+
+
+def test_evidence_naming_an_article_not_in_the_corpus(copy):
+    p = copy / "corpus.json"
+    arts = json.loads(p.read_text(encoding="utf-8"))
+    p.write_text(json.dumps([a for a in arts if "recall" not in a["url"]]), encoding="utf-8")
+    err = _error(copy)
+    assert "not in corpus.json" in str(err) and err.record == "#3 evidence_list[1]"
+
+
+def test_empty_corpus(copy):
+    (copy / "corpus.json").write_text("[]", encoding="utf-8")
+    (copy / "MultiHopRAG.json").write_text("[]", encoding="utf-8")
+    assert "corpus is empty" in str(_error(copy))
