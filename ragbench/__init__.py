@@ -1,3 +1,11 @@
 """ragbench: sweep RAG pipelines with Hydra, log every job to MLflow."""
 
+from omegaconf import OmegaConf
+
 __version__ = "0.1.0"
+
+# `${llm_cache:${cache.mode}}`: the LLM response cache follows the stage cache's mode, so
+# cache.mode=refresh or off also bypasses cached model replies (never a stale answer after "refresh").
+OmegaConf.register_new_resolver(
+    "llm_cache", lambda mode: str(mode) in ("read_write", "read_only"), replace=True
+)

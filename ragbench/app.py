@@ -24,29 +24,54 @@ from ragbench.tracking.sweep import parent_run_id
 log = logging.getLogger("ragbench")
 
 
-def build(cfg: DictConfig) -> Components:
-    """Instantiates every component named by ``_target_``; nothing heavy loads here."""
+def _instantiate(node: Any) -> Any:
+    """``hydra.utils.instantiate`` that surfaces a component's own RagbenchError, not Hydra's wrapper."""
     try:
-        rr = cfg.reranker
-        return Components(
-            dataset=instantiate(cfg.dataset),
-            chunker=instantiate(cfg.chunker),
-            embedder=instantiate(cfg.embedder) if cfg.get("embedder") else None,
-            retriever=instantiate(cfg.retrieval.retriever),
-            topk=int(cfg.retrieval.topk),
-            rerankers=[instantiate(node) for node in (rr.get("rerankers") or {}).values()],
-            candidates=int(rr.get("candidates") or 0),
-            expander=instantiate(cfg.expander),
-            generator=instantiate(cfg.llm),
-            judges={name: instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
-        )
+        return instantiate(node)
     except RagbenchError:
         raise
     except Exception as exc:
-        cause = exc.__cause__ if isinstance(exc.__cause__, RagbenchError) else None
-        if cause is not None:
-            raise cause from exc
+        cause = exc.__cause__
+        if isinstance(cause, RagbenchError):
+            raise cause from None
         raise ConfigError(f"cannot build a component from the config: {exc}") from exc
+
+
+def build(cfg: DictConfig) -> tuple[Components, StageCache]:
+    """Instantiates every component named by ``_target_``; nothing heavy loads here."""
+    rr = cfg.reranker
+    components = Components(
+        dataset=_instantiate(cfg.dataset),
+        chunker=_instantiate(cfg.chunker),
+        embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
+        retriever=_instantiate(cfg.retrieval.retriever),
+        topk=int(cfg.retrieval.topk),
+        rerankers=[_instantiate(node) for node in (rr.get("rerankers") or {}).values()],
+        candidates=int(rr.get("candidates") or 0),
+        expander=_instantiate(cfg.expander),
+        generator=_instantiate(cfg.llm),
+        judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
+    )
+    return components, _instantiate(cfg.cache)
+
+
+def _component_params(components: Components) -> dict[str, Any]:
+    """What the config does not show: prompt and rubric file hashes of the generator and judges."""
+    out: dict[str, Any] = {}
+    for comp in (components.generator, *components.judges.values()):
+        params = getattr(comp, "params", None)
+        if callable(params):
+            out.update(params())
+    return out
+
+
+def _component_tags(components: Components) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for comp in (components.generator, *components.judges.values()):
+        tags = getattr(comp, "tags", None)
+        if callable(tags):
+            out.update({str(k): str(v) for k, v in tags().items()})
+    return out
 
 
 class _CaseProgress:
@@ -115,8 +140,16 @@ def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | N
 
 def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None."""
-    tracker: MlflowTracker = instantiate(cfg.tracking)
     name, parent, multirun = _job_name()
+    try:  # config errors first, before MLflow or any model is imported: they answer in about a second
+        components, cache = build(cfg)
+        built: RagbenchError | None = None
+    except RagbenchError as exc:
+        if not multirun:
+            log.error("%s", exc)
+            sys.exit(1)
+        built = exc  # in a sweep the failed job is still recorded as a FAILED run below
+    tracker: MlflowTracker = _instantiate(cfg.tracking)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     jhash = job_hash(resolved)
@@ -128,12 +161,14 @@ def run(cfg: DictConfig) -> float | None:
     status = "FAILED"
     try:
         tracker.log_params(run_id, flatten(resolved))
-        components = build(cfg)
-        cache: StageCache = instantiate(cfg.cache)
+        if built is not None:
+            raise built
         tracker.set_tags(run_id, {
             "ragbench.generator": components.generator.identity,
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
+            **_component_tags(components),
         })
+        tracker.log_params(run_id, _component_params(components))
         result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
                 topk=components.topk,
@@ -149,13 +184,13 @@ def run(cfg: DictConfig) -> float | None:
         tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
         log.error("%s", exc)
         if multirun:
-            return None
+            return _objective(cfg, {})
         sys.exit(1)
     except Exception as exc:
         tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
         log.exception("job failed")
         if multirun:
-            return None
+            return _objective(cfg, {})  # NaN for a search sweeper: a failed trial, never a score
         raise
     finally:
         tracker.end_run(run_id, status)

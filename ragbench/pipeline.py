@@ -17,6 +17,7 @@ from ragbench.cache.entries import (
     answer_from,
     answer_record,
     check_index,
+    corpus_digest,
     index_fingerprint,
     library_versions,
     load_hits,
@@ -146,7 +147,8 @@ class Pipeline:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
-        chunks_key = make_key({"stage": "chunks", "dataset": evalset.fingerprint, "chunker": dict(c.chunker.params())})
+        chunks_key = make_key({"stage": "chunks", "corpus": corpus_digest(evalset.documents),
+                               "chunker": dict(c.chunker.params())})
         self.cache.keys["chunks"] = chunks_key
         searchable = tree.searchable()
         ids = [ch.chunk_id for ch in searchable]
@@ -171,7 +173,7 @@ class Pipeline:
             return self._timed("search", lambda: c.retriever.search(texts=qtexts, vectors=qvecs, k=depth))
 
         retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
-                                  "k": depth})
+                                  "k": depth, "libraries": library_versions()})
         hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
                                         build=search, save=save_hits, load=lambda f, m: load_hits(f))
         if reranker_vectors and vectors is None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ragbench.errors import IndexMismatchError
 from ragbench.protocols import Embedder, Retriever
-from ragbench.types import Answer, ChunkTree, Hit, Usage
+from ragbench.types import Answer, ChunkTree, Document, Hit, Usage
 
 INDEX_SCHEMA = 1
 LIBRARIES = ("sentence-transformers", "transformers", "torch", "numpy", "faiss-cpu")
@@ -105,4 +105,17 @@ def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Ret
         "retriever": dict(retriever.params()),
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def corpus_digest(docs: Sequence[Document]) -> str:
+    """SHA-256 over the documents' ids, titles and texts: the corpus part of the dataset. Questions
+    and the question sampling spec are left out, so sampling questions never re-embeds the corpus."""
+    h = hashlib.sha256()
+    for doc in docs:
+        h.update(f"D\0{doc.doc_id}\0{doc.title}\0{doc.text or ''}\0{sorted(doc.meta.items())}\n".encode())
+        for sec in doc.sections:
+            h.update(f"S\0{sec.title}\0{sec.ref}\0{sorted(sec.meta.items())}\n".encode())
+            for para in sec.paragraphs:
+                h.update(f"P\0{para.ref}\0{para.text}\0{sorted(para.meta.items())}\n".encode())
     return h.hexdigest()

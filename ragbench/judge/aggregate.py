@@ -12,7 +12,8 @@ from ragbench.types import CaseResult
 
 # Per-case keys that describe a case rather than score it: averaged over the cases that have them,
 # never zero-filled for failed cases.
-DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hit_rate", "_tokens", "repeats")
+DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hit_rate", "_tokens", "repeats",
+                       "cost_usd", "cache_hits", "heuristic_refusal")
 
 
 def is_score(key: str) -> bool:
@@ -59,6 +60,9 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
         out["answer/refusal_accuracy"] = _mean(c.scores["answer/refused"] for c in unanswerable) or 0.0
     if answerable:
         out["answer/false_refusal_rate"] = _mean(c.scores["answer/refused"] for c in answerable) or 0.0
+    judged = [c for c in ok if "judge/judge_failed" in c.scores]
+    if judged:  # judged / attempted, over the cases an LLM judge saw
+        out["judge/coverage"] = 1.0 - (_mean(c.scores["judge/judge_failed"] for c in judged) or 0.0)
     out["cases/total"] = float(len(cases))
     out["cases/successful"] = float(len(ok))
     out["cases/failed"] = float(len(cases) - len(ok))

@@ -16,9 +16,11 @@ MAX_REFUSAL_TOKENS = 16
 
 def is_refusal(text: str) -> bool:
     """True for an empty answer, or a short one that contains a missing-information phrase."""
-    norm = normalize(text)
-    if not norm:
+    if not str(text).strip():
         return True
+    norm = normalize(text)
+    if not norm:  # "A+", "-": an answer made of an article or punctuation is not a refusal
+        return False
     if len(norm.split()) > MAX_REFUSAL_TOKENS:
         return False
     return any(phrase in norm for phrase in REFUSAL_PHRASES)

@@ -1,1 +1,1 @@
-"""ragbench.llm."""
+"""The only package that imports litellm (lazily): client, retries, response cache, usage and cost."""

@@ -1,0 +1,111 @@
+"""APIEmbedder: embeddings from any litellm embedding model (OpenAI, an OpenAI-compatible server, ...)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ragbench.errors import ConfigError
+from ragbench.llm.client import LLMClient
+
+log = logging.getLogger(__name__)
+
+
+class APIEmbedder:
+    """Satisfies ``ragbench.protocols.Embedder``: batched ``litellm.embedding`` calls, L2-normalised float32.
+
+    ``identity`` names the model, its dimensions and prefixes (it enters every index key). ``dim`` is
+    ``dimensions`` when given, else learnt from one probe call on first use.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        batch_size: int = 64,
+        dimensions: int | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        timeout: float = 60.0,
+        num_retries: int = 3,
+        backoff_s: float = 1.0,
+        cache_dir: str | None = None,
+        use_cache: bool = True,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
+        if dimensions is not None and dimensions < 1:
+            raise ConfigError(f"embedder.dimensions must be >= 1 or null, got {dimensions}")
+        self.model = model
+        self.batch_size = batch_size
+        self.dimensions = dimensions
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.client = LLMClient(
+            model=model,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            num_retries=num_retries,
+            backoff_s=backoff_s,
+            max_concurrency=1,
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            use_cache=use_cache,
+            role="embedder",
+        )
+        self._dim = dimensions
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> str:
+        return (
+            f"litellm:{self.model}|dims={self.dimensions}|normalize=1"
+            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}"
+        )
+
+    @property
+    def dim(self) -> int:
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(self._encode(["dimension probe"], "").shape[1])
+            return self._dim
+
+    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        rows: list[np.ndarray] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [prefix + t for t in texts[start : start + self.batch_size]]
+            result = self.client.embed(batch, dimensions=self.dimensions)
+            rows.append(np.asarray(result.vectors, dtype=np.float32))
+            log.debug("embedded %d/%d texts with %s", start + len(batch), len(texts), self.model)
+        vecs = np.concatenate(rows, axis=0)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return np.ascontiguousarray(vecs / np.where(norms == 0, 1.0, norms), dtype=np.float32)
+
+    def _checked(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self._encode(texts, prefix)
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(vecs.shape[1])
+            expected = self._dim
+        if vecs.shape[1] != expected:
+            raise ConfigError(
+                f"embedder.model {self.model!r} returned {vecs.shape[1]}-d vectors, expected "
+                f"{expected}\n  fix: set embedder.dimensions to the model's size or null"
+            )
+        return vecs
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of chunk texts."""
+        return self._checked(texts, self.document_prefix)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of query texts."""
+        return self._checked(texts, self.query_prefix)

@@ -1,0 +1,76 @@
+"""LLMGenerator: answers through any litellm model with the dataset x question-type prompts and citations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragbench.generate.citations import parse_citations
+from ragbench.generate.prompts import AnswerPrompt, load_answer_prompt
+from ragbench.llm.client import LLMClient
+from ragbench.types import Answer, Context, Query
+
+
+class LLMGenerator:
+    """Satisfies ``ragbench.protocols.Generator``.
+
+    ``identity`` is the litellm model string plus everything else that shapes an answer (prompt hash,
+    temperature, max_tokens, api_base, dataset), so a cache keyed by it never serves a stale answer;
+    ``Answer.model`` is the bare model string. The API key is read from the environment variable named by ``api_key_env``; only that name is
+    in the config. ``prompt`` is a file stem under ``conf/prompt/answer/`` or a path to a YAML file.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = 256,
+        timeout: float = 60.0,
+        num_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_concurrency: int = 8,
+        prompt: str = "default",
+        dataset: str | None = None,
+        cache_dir: str | None = None,
+        use_cache: bool = True,
+    ) -> None:
+        self.model = model
+        self.dataset = dataset
+        self.max_concurrency = max_concurrency
+        self.prompt: AnswerPrompt = load_answer_prompt(prompt)
+        at = f",api_base={api_base}" if api_base else ""
+        self.identity = (
+            f"{model}(prompt={self.prompt.hash},temperature={temperature},max_tokens={max_tokens}"
+            f"{at},dataset={dataset})"
+        )
+        self.client = LLMClient(
+            model=model,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            num_retries=num_retries,
+            backoff_s=backoff_s,
+            max_concurrency=max_concurrency,
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            use_cache=use_cache,
+            role="llm",
+        )
+
+    def params(self) -> dict[str, Any]:
+        """Run params the config alone does not show: the prompt file and its content hash."""
+        return {"llm/prompt_file": self.prompt.path, "llm/prompt_hash": self.prompt.hash}
+
+    def answer(self, query: Query, contexts: Sequence[Context]) -> Answer:
+        """The answer with ``[ref_N]`` markers moved into ``citations``; raises an LLMError subclass."""
+        messages = self.prompt.messages(query, contexts, dataset=self.dataset)
+        reply = self.client.complete(messages)
+        text, citations = parse_citations(reply.text, len(contexts))
+        return Answer(
+            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations
+        )

@@ -1,0 +1,187 @@
+"""LLMJudge: rubric grading through litellm (accuracy 0-4, EasyRAG correctness/faithfulness/relevance).
+
+Per case it returns (scores normalised to 0-1 except ``judge/score``, which keeps the 0-4 scale):
+``judge/score``, ``judge/accuracy`` (= score / 4), ``judge/correctness``, ``judge/faithfulness``,
+``judge/relevance``; ``judge/judge_failed`` (1 when some metric got no parsable verdict -- that
+metric's key is then absent); with ``repeats`` > 1 ``judge/spread`` (max - min accuracy score over the
+repeats) and ``judge/flip`` (1 when the repeats fall on both sides of ``pass_threshold``); and the
+judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd``, ``judge/cache_hits``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragbench.errors import ConfigError
+from ragbench.judge.refusal import is_refusal
+from ragbench.judge.rubrics import JudgeRubrics, Rubric, load_rubrics, parse_verdict
+from ragbench.llm.client import LLMClient
+from ragbench.types import Answer, Context, Query
+
+log = logging.getLogger(__name__)
+
+METRICS = ("accuracy", "correctness", "faithfulness", "relevance")
+MAX_SCORE = 4.0
+UNANSWERABLE_GOLD = (
+    "(none: the documents do not answer this question; a reply saying the information "
+    "is not available, such as 'Not mentioned', is the correct answer)"
+)
+
+
+class LLMJudge:
+    """Satisfies ``ragbench.protocols.Judge``. Refuses to judge its own generator's answers unless
+    ``allow_same_model`` (a model grading itself is biased); ``same_model`` then tags the run.
+    ``identity`` covers everything that shapes a verdict (model, rubric hash, metrics, repeats...)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = 256,
+        timeout: float = 60.0,
+        num_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_concurrency: int = 8,
+        cache_dir: str | None = None,
+        use_cache: bool = True,
+        rubrics: str = "default",
+        dataset: str | None = None,
+        metrics: Sequence[str] = METRICS,
+        repeats: int = 1,
+        pass_threshold: float = 3.0,
+        allow_same_model: bool = False,
+        generator_model: str | None = None,
+    ) -> None:
+        unknown = sorted(set(metrics) - set(METRICS))
+        if unknown or not metrics:
+            raise ConfigError(
+                f"judge.metrics={list(metrics)} is not valid; choose a non-empty subset of {list(METRICS)}"
+            )
+        if repeats < 1:
+            raise ConfigError(f"judge.repeats must be >= 1, got {repeats}")
+        self.same_model = generator_model is not None and generator_model == model
+        if self.same_model and not allow_same_model:
+            raise ConfigError(
+                f"judge.model={model!r} is also the generator (llm.model): a model grading its own answers "
+                f"is biased\n  fix: pick another judge.model, or set judge.allow_same_model=true (the run is "
+                f"then tagged judge.same_model=true)"
+            )
+        self.model = model
+        self.dataset = dataset
+        self.metrics = tuple(dict.fromkeys(metrics))
+        self.repeats = repeats
+        self.pass_threshold = pass_threshold
+        self.rubrics: JudgeRubrics = load_rubrics(rubrics)
+        for metric in self.metrics:
+            if metric != "accuracy" and metric not in self.rubrics.rubrics:
+                raise ConfigError(
+                    f"rubric file {self.rubrics.path} has no rubric '{metric}' for judge.metrics;"
+                    f" it defines {sorted(self.rubrics.rubrics)}"
+                )
+        self.identity = (
+            f"llm-judge:{model}(rubrics={self.rubrics.hash},metrics={','.join(self.metrics)},"
+            f"repeats={repeats},temperature={temperature},max_tokens={max_tokens},"
+            f"pass_threshold={pass_threshold},dataset={dataset})"
+        )
+        self.client = LLMClient(
+            model=model,
+            api_base=api_base,
+            api_key_env=api_key_env,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            num_retries=num_retries,
+            backoff_s=backoff_s,
+            max_concurrency=max_concurrency,
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            use_cache=use_cache,
+            role="judge",
+        )
+
+    def params(self) -> dict[str, Any]:
+        """Run params the config alone does not show: the rubric file and its content hash."""
+        return {"judge/rubrics_file": self.rubrics.path, "judge/rubrics_hash": self.rubrics.hash}
+
+    def tags(self) -> dict[str, str]:
+        """Run tags: whether the judge is also the generator (allowed only with allow_same_model)."""
+        return {"judge.same_model": str(self.same_model).lower(), "judge.model": self.model}
+
+    def _rubric(self, metric: str) -> Rubric:
+        if metric == "accuracy":
+            return self.rubrics.accuracy_for(self.dataset)
+        return self.rubrics.rubrics[metric]
+
+    def _gold(self, query: Query) -> str:
+        if not query.answerable:
+            return UNANSWERABLE_GOLD
+        return " | ".join(a for a in query.answers if a.strip()) or "(no gold answer given)"
+
+    def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
+        """Scores of one answer. An LLM call that fails after its retries raises (the case then fails)."""
+        gold_refuses = not query.answerable or (
+            bool(query.answers) and all(is_refusal(a) for a in query.answers)
+        )
+        usage = {
+            "judge/prompt_tokens": 0.0,
+            "judge/completion_tokens": 0.0,
+            "judge/cost_usd": 0.0,
+            "judge/cache_hits": 0.0,
+        }
+        if gold_refuses and is_refusal(answer.text):
+            # OpenViking's Heuristic_Refusal_Check: a refusal to an unanswerable question is right.
+            out = {f"judge/{m}": 1.0 for m in self.metrics}
+            if "accuracy" in self.metrics:
+                out["judge/score"] = MAX_SCORE
+            out.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage})
+            return out
+        out: dict[str, float] = {"judge/heuristic_refusal": 0.0}
+        failed = False
+        gold = self._gold(query)
+        for metric in self.metrics:
+            rubric = self._rubric(metric)
+            messages = self.rubrics.messages(
+                rubric, question=query.text, gold=gold, answer=answer.text, contexts=contexts
+            )
+            scores: list[float] = []
+            for repeat in range(self.repeats):
+                reply = self.client.complete(
+                    messages,
+                    key_extra={"repeat": repeat},
+                    cache_if=lambda text, r=rubric: parse_verdict(text, r.scores).score is not None,
+                )
+                usage["judge/prompt_tokens"] += reply.usage.prompt_tokens
+                usage["judge/completion_tokens"] += reply.usage.completion_tokens
+                usage["judge/cost_usd"] += reply.usage.cost_usd
+                usage["judge/cache_hits"] += float(reply.usage.cached)
+                verdict = parse_verdict(reply.text, rubric.scores)
+                if verdict.score is None:
+                    log.warning(
+                        "judge %s could not read a %s score for %s (rubric %s): %.200r",
+                        self.model,
+                        metric,
+                        query.qid,
+                        rubric.name,
+                        reply.text,
+                    )
+                else:
+                    scores.append(verdict.score)
+            if not scores:
+                failed = True
+                continue
+            mean = sum(scores) / len(scores)
+            if metric == "accuracy":
+                out["judge/score"] = mean
+                if len(scores) > 1:
+                    out["judge/spread"] = max(scores) - min(scores)
+                    passed = {s >= self.pass_threshold for s in scores}
+                    out["judge/flip"] = float(len(passed) == 2)
+            out[f"judge/{metric}"] = mean / MAX_SCORE
+        out["judge/judge_failed"] = float(failed)
+        out.update(usage)
+        return out

@@ -1,0 +1,157 @@
+"""Judge rubric files (conf/prompt/judge/*.yaml) and the parsing of a judge's reply into a score.
+
+A reply is read as JSON ``{"score", "reasoning"}`` (also inside a code fence or surrounding prose),
+then as a ``score: N`` / ``"score": N`` pattern, then as a bare number (``3`` or ``3/4``). Unlike the
+OpenViking grader we do not take *any* 0-4 integer found in the text: "the answer names 2 dates" is
+not a score of 2, so such a reply counts as a failed judgment instead of a wrong number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ragbench.errors import ConfigError
+from ragbench.generate.prompts import (
+    check_template,
+    escape_reference,
+    literal,
+    norm_key,
+    read_prompt_file,
+    render_references,
+    require_str,
+    resolve_prompt_file,
+)
+from ragbench.types import Context
+
+RUBRIC_VARIABLES = ("question", "gold", "answer", "references")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
+_LABELLED = re.compile(r"""["']?\bscore\b["']?\s*(?:[:=]|is)\s*["']?(-?\d+(?:\.\d+)?)""", re.IGNORECASE)
+_BARE = re.compile(r"^\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*4)?\s*\**\s*\.?\s*$")
+_REFERENCE = string.Template('<reference id="ref_$n" title="$title">\n$text\n</reference>')
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A parsed judge reply: ``score`` is None when the reply held no valid score (``how`` = failed)."""
+
+    score: float | None
+    reasoning: str
+    how: str  # json | labelled | bare | failed
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One grading prompt and the scores it allows."""
+
+    name: str
+    scores: tuple[int, ...]
+    template: string.Template
+
+
+def _as_score(value: object, allowed: Sequence[int]) -> float | None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if not number.is_integer() or int(number) not in allowed:
+        return None
+    return number
+
+
+def parse_verdict(text: str, allowed: Sequence[int]) -> Verdict:
+    """The score in a judge reply (JSON first, then regex fallbacks); ``how='failed'`` when none is valid."""
+    candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
+    candidates += [m.group(0) for m in _OBJECT.finditer(text)]
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(data, dict) and "score" in data:
+            score = _as_score(data["score"], allowed)
+            return Verdict(score, str(data.get("reasoning", "")), "json" if score is not None else "failed")
+    match = _LABELLED.search(text)
+    if match:
+        score = _as_score(match.group(1), allowed)
+        return Verdict(score, text.strip(), "labelled" if score is not None else "failed")
+    match = _BARE.match(text)
+    if match:
+        score = _as_score(match.group(1), allowed)
+        return Verdict(score, "", "bare" if score is not None else "failed")
+    return Verdict(None, text.strip(), "failed")
+
+
+@dataclass(frozen=True)
+class JudgeRubrics:
+    """A loaded rubric file: system prompt, rubrics by name, and the accuracy rubric per dataset."""
+
+    name: str
+    path: str
+    sha256: str
+    system: str
+    rubrics: Mapping[str, Rubric]
+    accuracy_rubric: Mapping[str, str]
+
+    @property
+    def hash(self) -> str:
+        """Short content hash for params (``judge/rubrics_hash``)."""
+        return self.sha256[:16]
+
+    def accuracy_for(self, dataset: str | None) -> Rubric:
+        """The headline rubric of a dataset (LoCoMo 0/4, else generic 0-4 in the shipped file)."""
+        name = self.accuracy_rubric.get(norm_key(dataset)) or self.accuracy_rubric["default"]
+        return self.rubrics[name]
+
+    def messages(
+        self, rubric: Rubric, *, question: str, gold: str, answer: str, contexts: Sequence[Context]
+    ) -> list[dict[str, str]]:
+        """System + user messages grading one answer with one rubric (all values escaped)."""
+        user = rubric.template.substitute(
+            question=escape_reference(question),
+            gold=escape_reference(gold),
+            answer=escape_reference(answer),
+            references=render_references(contexts, _REFERENCE, "(no reference passages were given)"),
+        )
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+def load_rubrics(spec: str) -> JudgeRubrics:
+    """Load and validate a rubric file (a stem under conf/prompt/judge/ or a path)."""
+    path = resolve_prompt_file(spec, kind="judge")
+    data, sha = read_prompt_file(path)
+    raw = data.get("rubrics")
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"rubric file {path}: 'rubrics' must map rubric name -> {{scores, prompt}}")
+    rubrics: dict[str, Rubric] = {}
+    for name, body in raw.items():
+        where = f"rubric file {path}, rubrics.{name}"
+        if not isinstance(body, dict):
+            raise ConfigError(f"{where}: must be a mapping with 'scores' and 'prompt'")
+        scores = body.get("scores")
+        if not isinstance(scores, list) or not scores or not all(isinstance(s, int) for s in scores):
+            raise ConfigError(f"{where}.scores must be a non-empty list of integers, e.g. [0, 4]")
+        template = check_template(
+            require_str(body, "prompt", path), RUBRIC_VARIABLES, where=f"{where}.prompt"
+        )
+        rubrics[str(name)] = Rubric(name=str(name), scores=tuple(sorted(scores)), template=template)
+    routing = {norm_key(k): str(v) for k, v in (data.get("accuracy_rubric") or {}).items()}
+    if "default" not in routing:
+        raise ConfigError(f"rubric file {path}: accuracy_rubric needs a 'default' entry")
+    unknown = sorted(set(routing.values()) - set(rubrics))
+    if unknown:
+        raise ConfigError(
+            f"rubric file {path}: accuracy_rubric names unknown rubrics {unknown}; defined: {sorted(rubrics)}"
+        )
+    return JudgeRubrics(
+        name=path.stem,
+        path=str(path),
+        sha256=sha,
+        system=literal(require_str(data, "system", path), where=f"rubric file {path}, key 'system'"),
+        rubrics=rubrics,
+        accuracy_rubric=routing,
+    )

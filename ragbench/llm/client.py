@@ -1,0 +1,273 @@
+"""The litellm client: chat and embedding calls with retries, a concurrency bound, a disk cache and usage.
+
+The API key is read from the environment variable *named* by ``api_key_env`` at each call; the key
+itself is never stored on the object, in the cache, in a log line or in an error message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ragbench.errors import ConfigError
+from ragbench.llm.cache import ResponseCache, cache_key, default_cache_dir
+from ragbench.llm.errors import LLMResponseError, classify, fix_for, redact
+from ragbench.llm.retry import RetryPolicy
+from ragbench.llm.usage import usage_from_cache, usage_of, usage_to_dict
+from ragbench.types import Usage
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Message = Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat reply: text, usage (``cached`` when served from disk), wall latency and attempts made."""
+
+    text: str
+    model: str
+    usage: Usage
+    latency_s: float
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """Vectors of one batch of texts, in input order."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    usage: Usage
+    latency_s: float
+
+
+class LLMClient:
+    """Calls one model through litellm. ``role`` names the config node in messages (llm, judge...)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        num_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_concurrency: int = 8,
+        cache_dir: str | Path | None = None,
+        use_cache: bool = True,
+        role: str = "llm",
+    ) -> None:
+        if not model or not isinstance(model, str):
+            raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
+        if max_concurrency < 1:
+            raise ConfigError(f"{role}.max_concurrency must be >= 1, got {max_concurrency}")
+        if timeout <= 0:
+            raise ConfigError(f"{role}.timeout must be > 0 seconds, got {timeout}")
+        if api_key_env and not os.environ.get(api_key_env):
+            raise ConfigError(
+                f"{role}.api_key_env names the environment variable {api_key_env}, which is not set\n"
+                f"  fix: export {api_key_env}=<your key> (any non-empty value for a server without auth), "
+                f"or set {role}.api_key_env=null to let litellm use the provider's default variable"
+            )
+        self.model = model
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout = float(timeout)
+        self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
+        self.max_concurrency = max_concurrency
+        self.role = role
+        self.cache = (
+            ResponseCache(Path(cache_dir) if cache_dir else default_cache_dir()) if use_cache else None
+        )
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._stats_lock = threading.Lock()
+        self._stats = {"calls": 0, "cache_hits": 0, "attempts": 0, "failures": 0}
+        self._hit_logged = False
+        from ragbench.llm.loader import litellm
+
+        litellm()  # pay the ~5 s import now, not inside the first case's latency
+
+    def __repr__(self) -> str:
+        return f"LLMClient(role={self.role!r}, model={self.model!r}, api_base={self.api_base!r})"
+
+    # ------------------------------------------------------------------ public
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        key_extra: Mapping[str, Any] | None = None,
+        cache_if: Callable[[str], bool] | None = None,
+    ) -> Completion:
+        """The reply to ``messages``; ``key_extra`` (e.g. a judge repeat index) enters the cache key.
+
+        With ``cache_if``, only replies it accepts are stored or served from the cache (a garbled
+        judge reply is asked again on the next run instead of being replayed forever).
+        """
+        msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        params.update(key_extra or {})
+        key = cache_key(
+            "chat", {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
+        )
+        start = time.perf_counter()
+        hit = self._lookup(
+            key, lambda e: isinstance(e.get("text"), str) and (cache_if is None or cache_if(e["text"]))
+        )
+        if hit is not None:
+            return Completion(
+                text=hit["text"],
+                model=self.model,
+                usage=usage_from_cache(hit),
+                latency_s=time.perf_counter() - start,
+                attempts=0,
+            )
+        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.temperature}
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        response, attempts = self._call(lambda lib, extra: lib.completion(**kwargs, **extra))
+        text = _completion_text(response, self._where())
+        usage = usage_of(response, model=self.model)
+        if self.cache is not None and (cache_if is None or cache_if(text)):
+            self.cache.put(key, {"text": text, "model": self.model, **usage_to_dict(usage)})
+        return Completion(
+            text=text, model=self.model, usage=usage, latency_s=time.perf_counter() - start, attempts=attempts
+        )
+
+    def embed(self, texts: Sequence[str], *, dimensions: int | None = None) -> Embeddings:
+        """Vectors of ``texts`` (one request); cached like completions."""
+        inputs = [str(t) for t in texts]
+        key = cache_key(
+            "embedding",
+            {
+                "model": self.model,
+                "api_base": self.api_base,
+                "input": inputs,
+                "params": {"dimensions": dimensions},
+            },
+        )
+        start = time.perf_counter()
+        hit = self._lookup(
+            key, lambda e: isinstance(e.get("vectors"), list) and len(e["vectors"]) == len(inputs)
+        )
+        if hit is not None:
+            return Embeddings(
+                vectors=tuple(tuple(v) for v in hit["vectors"]),
+                usage=usage_from_cache(hit),
+                latency_s=time.perf_counter() - start,
+            )
+        kwargs: dict[str, Any] = {"model": self.model, "input": inputs}
+        if dimensions is not None:
+            kwargs["dimensions"] = dimensions
+        response, _ = self._call(lambda lib, extra: lib.embedding(**kwargs, **extra))
+        vectors = _embedding_vectors(response, len(inputs), self._where())
+        usage = usage_of(response, model=self.model, call_type="embedding")
+        if self.cache is not None:
+            self.cache.put(
+                key, {"vectors": [list(v) for v in vectors], "model": self.model, **usage_to_dict(usage)}
+            )
+        return Embeddings(vectors=vectors, usage=usage, latency_s=time.perf_counter() - start)
+
+    def stats(self) -> dict[str, int]:
+        """Counters since construction: calls, cache hits, HTTP attempts, failed calls."""
+        with self._stats_lock:
+            return dict(self._stats)
+
+    # ------------------------------------------------------------------ internals
+    def _where(self) -> str:
+        at = f" at {self.api_base}" if self.api_base else ""
+        return f"{self.role} model {self.model!r}{at}"
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self._stats[name] += n
+
+    def _lookup(self, key: str, usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        self._count("calls")
+        if self.cache is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is not None and not usable(hit):
+            return None
+        if hit is not None:
+            self._count("cache_hits")
+            level = logging.DEBUG if self._hit_logged else logging.INFO
+            self._hit_logged = True
+            log.log(level, "%s: served from cache %s (key %s)", self._where(), self.cache.root, key[:12])
+        return hit
+
+    def _call(self, send: Callable[[Any, dict[str, Any]], T]) -> tuple[T, int]:
+        """One logical call: bounded by the semaphore, retried, failures mapped to LLMError classes."""
+        import openai
+
+        from ragbench.llm.loader import litellm
+
+        lib = litellm()
+        secret = os.environ.get(self.api_key_env) if self.api_key_env else None
+        extra: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
+        if self.api_base:
+            extra["api_base"] = self.api_base
+        if secret:
+            extra["api_key"] = secret
+        attempts = 0
+
+        def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
+            return send(lib, extra)
+
+        def retryable(exc: BaseException) -> bool:
+            return isinstance(exc, openai.OpenAIError) and classify(exc)[1]
+
+        with self._slots:
+            try:
+                result, _ = self.retry.run(attempt, retryable=retryable, what=self._where())
+            except openai.OpenAIError as exc:
+                cls, _ = classify(exc)
+                self._count("failures")
+                self._count("attempts", attempts)
+                message = (
+                    f"{self._where()}: {type(exc).__name__} after {attempts} attempt(s): {exc}"
+                    f"\n  fix: {fix_for(cls)}"
+                )
+                raise cls(redact(message, secret)) from None  # the chained original could carry the key
+        self._count("attempts", attempts)
+        return result, attempts
+
+
+def _completion_text(response: Any, where: str) -> str:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise LLMResponseError(f"{where}: the reply has no choices\n  fix: {fix_for(LLMResponseError)}")
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
+
+
+def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[float, ...], ...]:
+    data = getattr(response, "data", None) or []
+    rows: list[tuple[int, tuple[float, ...]]] = []
+    for i, item in enumerate(data):
+        get = item.get if isinstance(item, dict) else (lambda name, _item=item: getattr(_item, name, None))
+        vec = get("embedding")
+        if not isinstance(vec, list):
+            raise LLMResponseError(
+                f"{where}: embedding {i} is not a list of floats\n  fix: {fix_for(LLMResponseError)}"
+            )
+        rows.append((int(get("index") if get("index") is not None else i), tuple(float(x) for x in vec)))
+    if len(rows) != expected:
+        raise LLMResponseError(
+            f"{where}: asked for {expected} embeddings, got {len(rows)}\n  fix: {fix_for(LLMResponseError)}"
+        )
+    rows.sort(key=lambda r: r[0])
+    return tuple(v for _, v in rows)
