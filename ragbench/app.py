@@ -22,6 +22,7 @@ from ragbench.tracking.report import job_summary
 from ragbench.tracking.sweep import parent_run_id
 
 log = logging.getLogger("ragbench")
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines list missing CPU variants
 
 
 def _instantiate(node: Any) -> Any:

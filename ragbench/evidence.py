@@ -128,17 +128,19 @@ class EvidenceMatcher:
 
 
 def relevant_searchable(tree: ChunkTree, emap: EvidenceMap) -> dict[str, int]:
-    """qrels over all searchable chunks: those inside an anchor, or the one containing it."""
+    """qrels over all searchable chunks (every searched level): those inside an anchor, or the one
+    containing it."""
     qrels: dict[str, int] = {}
     for i, anchors in enumerate(emap.anchors):
         for a in anchors:
-            if tree[a].level >= tree.search_level:
-                found = tree.descendants(a, tree.search_level)
-            else:
-                found = [tree.ancestor(a, tree.search_level)]
-            for c in found:
-                if c.level == tree.search_level:
-                    qrels[c.chunk_id] = max(qrels.get(c.chunk_id, 0), emap.relevance[i])
+            for level in tree.searched_levels:
+                if tree[a].level >= level:
+                    found = tree.descendants(a, level)
+                else:
+                    found = [tree.ancestor(a, level)]
+                for c in found:
+                    if c.level == level:
+                        qrels[c.chunk_id] = max(qrels.get(c.chunk_id, 0), emap.relevance[i])
     return qrels
 
 

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from ragbench.protocols import (
     Reranker,
     Retriever,
 )
-from ragbench.types import Answer, CaseResult, ChunkTree, Context, EvalSet, Hit, Query
+from ragbench.types import Answer, CaseResult, ChunkTree, Context, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +106,13 @@ class Pipeline:
         self.embedded_texts += 0 if queries else len(texts)
         return emb.embed_queries(texts) if queries else emb.embed_documents(texts)
 
-    def _vectors(self, chunks_key: str, ids: list[str], texts: list[str]) -> np.ndarray:
+    def _vectors(self, chunks_key: str, tree: ChunkTree, ids: list[str], texts: list[str]) -> np.ndarray:
         """Corpus vectors, from the cache when this corpus was embedded by this embedder before."""
         emb = self.c.embedder
         assert emb is not None
+        parents = getattr(emb, "parent_vectors", "none")
         expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
-                    "libraries": library_versions()}
+                    "parent_vectors": parents, "libraries": library_versions()}
         key = make_key({"stage": "index", "chunks": chunks_key, "embedder": emb.identity})
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
@@ -123,7 +124,19 @@ class Pipeline:
             return vecs
 
         def build() -> tuple[list[str], np.ndarray]:
-            return ids, self._timed("embed", lambda: self._embed(texts, queries=False))
+            if parents != "mean":
+                return ids, self._timed("embed", lambda: self._embed(texts, queries=False))
+            # EasyRAG's propagation: a parent's vector is the normalised mean of its children's
+            n = sum(1 for cid in ids if tree[cid].level == tree.search_level)
+            child = self._timed("embed", lambda: self._embed(texts[:n], queries=False))
+            row = {cid: i for i, cid in enumerate(ids[:n])}
+            pooled = []
+            for cid in ids[n:]:
+                rows = [row[d.chunk_id] for d in tree.descendants(cid, tree.search_level) if d.chunk_id in row]
+                vec = child[rows].mean(axis=0)
+                pooled.append(vec / max(float(np.linalg.norm(vec)), 1e-12))
+            parent = np.asarray(pooled, dtype=np.float32).reshape(len(pooled), child.shape[1])
+            return ids, np.vstack([child, parent])
 
         value, _ = self.cache.folder(
             "index", key, {**expected, "dim": None},
@@ -147,6 +160,8 @@ class Pipeline:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
+        if getattr(c.embedder, "parent_vectors", "none") != "none":  # parents are searched too
+            tree = replace(tree, also_searched=(Level(tree.search_level + 1),))
         chunks_key = make_key({"stage": "chunks", "corpus": corpus_digest(evalset.documents),
                                "chunker": dict(c.chunker.params())})
         self.cache.keys["chunks"] = chunks_key
@@ -167,7 +182,7 @@ class Pipeline:
         def search() -> list[list[Hit]]:
             nonlocal vectors, qvecs
             if retriever_vectors:
-                vectors = self._vectors(chunks_key, ids, texts)
+                vectors = self._vectors(chunks_key, tree, ids, texts)
                 qvecs = self._query_vectors(qtexts)
             self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             return self._timed("search", lambda: c.retriever.search(texts=qtexts, vectors=qvecs, k=depth))
@@ -177,7 +192,7 @@ class Pipeline:
         hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
                                         build=search, save=save_hits, load=lambda f, m: load_hits(f))
         if reranker_vectors and vectors is None:
-            vectors = self._vectors(chunks_key, ids, texts)
+            vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
         matcher = EvidenceMatcher(tree)
         emaps = self._timed("evidence", lambda: {q.qid: matcher.match(q) for q in queries})
@@ -202,6 +217,7 @@ class Pipeline:
             metrics[key] = float(value)
         metrics.update(self.cache.counters())
         metrics["ingest/embedded_texts"] = float(self.embedded_texts)
+        metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),

@@ -119,10 +119,18 @@ class Chunk:
 
 @dataclass(frozen=True)
 class ChunkTree:
-    """All chunks of a corpus, by id, plus which level is embedded and searched."""
+    """All chunks of a corpus, by id, plus which level is embedded and searched.
+
+    ``also_searched`` adds parent levels to the searched set (EasyRAG's parent vectors).
+    """
 
     chunks: Mapping[str, Chunk]
     search_level: Level = Level.SENTENCE
+    also_searched: tuple[Level, ...] = ()
+
+    @property
+    def searched_levels(self) -> tuple[Level, ...]:
+        return (self.search_level, *self.also_searched)
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         return self.chunks[chunk_id]
@@ -132,8 +140,12 @@ class ChunkTree:
         return [c for c in self.chunks.values() if c.level == level]
 
     def searchable(self) -> list[Chunk]:
-        """The chunks that are embedded and searched, in document order."""
-        return self.at_level(self.search_level)
+        """The chunks that are embedded and searched: the search level in document order, then any
+        parent level in ``also_searched``."""
+        out = self.at_level(self.search_level)
+        for level in self.also_searched:
+            out.extend(self.at_level(level))
+        return out
 
     def ancestor(self, chunk_id: str, level: Level) -> Chunk:
         """The chunk itself if it is at ``level`` or above, else its ancestor at ``level``."""

@@ -32,7 +32,8 @@ def runs(cwd: Path):
 
 def test_design_card_sweep(tmp_path):
     """The README's main command: 6 child runs under 1 parent, everything logged."""
-    proc = ragbench(["-m", "retrieval.topk=3,5,10", "dataset=locomo,qasper"], tmp_path)
+    proc = ragbench(["-m", "retrieval.topk=3,5,10", "dataset=locomo,qasper", f"cache.dir={tmp_path}/cache"],
+                    tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, all_runs = runs(tmp_path)
     parents = [r for r in all_runs if r.data.tags.get("ragbench.role") == "sweep"]
@@ -52,6 +53,8 @@ def test_design_card_sweep(tmp_path):
         names = {a.path for a in client.list_artifacts(c.info.run_id)}
         assert {"cases.jsonl", "cases_table.json", "summary.json", "config.yaml"} <= names
     assert all(len(shas) == 1 for shas in index_sha.values())  # one index per dataset across top-k
+    embedded = [c for c in children if c.data.metrics["ingest/embedded_texts"] > 0]
+    assert sorted(c.data.params["dataset.name"] for c in embedded) == ["locomo", "qasper"]  # each corpus once
     assert index_sha["locomo"] != index_sha["qasper"]
     table = json.loads(Path(client.download_artifacts(parent.info.run_id, "sweep_comparison.json")).read_text())
     assert len(table["data"]) == 6

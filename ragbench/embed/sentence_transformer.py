@@ -79,7 +79,7 @@ class SentenceTransformerEmbedder:
     def identity(self) -> str:
         return (
             f"sentence-transformers:{self.model}@{self._revision}|normalize=1|max_seq={self.max_seq_length}"
-            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}"
+            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}|parents={self.parent_vectors}"
         )
 
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
@@ -98,6 +98,11 @@ class SentenceTransformerEmbedder:
                 if self.max_seq_length:
                     self._st.max_seq_length = self.max_seq_length
             return self._st
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model was loaded (a job served from the cache never loads it)."""
+        return self._st is not None
 
     @property
     def dim(self) -> int:

@@ -1,0 +1,81 @@
+"""The pipeline's stage logic with toy components: scores, failures, cache reuse, parent vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragbench.cache.store import StageCache
+from ragbench.expand import ParentExpander
+from ragbench.generate.extractive import ExtractiveAnswerer
+from ragbench.ingest.hierarchical import HierarchicalChunker
+from ragbench.judge.lexical import LexicalJudge
+from ragbench.pipeline import Components, Pipeline
+from ragbench.retrieval.dense import FaissRetriever
+from ragbench.types import Level
+from tests.fixtures.components import FlakyAnswerer, fails
+from tests.fixtures.toy import HashEmbedder, ToyAdapter
+
+
+def components(**over):
+    base = dict(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
+                retriever=FaissRetriever(), topk=2, rerankers=[], candidates=0,
+                expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
+                judges={"lexical": LexicalJudge()})
+    base.update(over)
+    return Components(**base)
+
+
+def test_end_to_end_scores_on_toy_data():
+    result = Pipeline(components()).run()
+    by_qid = {c.query.qid: c for c in result.cases}
+    assert by_qid["q2"].scores["retrieval/hit_at_1"] == 1.0  # the Lisbon sentence ranks first
+    assert by_qid["q2"].contexts[0].chunk_id == "b#s0.p0"  # expanded to its paragraph
+    assert "retrieval/mrr" not in by_qid["q3"].scores  # no evidence: not scored, counted apart
+    assert result.metrics["retrieval/queries_scored"] == 2
+    assert result.metrics["cases/total"] == 3 and result.metrics["cases/failed"] == 0
+    assert result.counts["searchable_chunks"] == 4 and result.counts["embedded_texts"] == 4
+    assert len(result.fingerprints["index_sha256"]) == 64
+
+
+def test_failures_are_counted_never_dropped():
+    result = Pipeline(components(generator=FlakyAnswerer(fail_every=2))).run()
+    failed = [c for c in result.cases if c.failed]
+    assert [c.query.qid for c in failed] == [q for q in ("q1", "q2", "q3") if fails(q, 2)]
+    assert all(c.error_type == "TimeoutError" and c.hits for c in failed)
+    assert result.metrics["cases/failed"] == len(failed) and len(result.cases) == 3
+
+
+def test_cache_reuses_vectors_retrieval_and_answers(tmp_path):
+    emb = HashEmbedder()
+    Pipeline(components(embedder=emb), cache=StageCache(dir=str(tmp_path))).run()
+    cache = StageCache(dir=str(tmp_path))
+    again = Pipeline(components(embedder=emb), cache=cache).run()
+    assert emb.calls == [4, 3]  # corpus and queries embedded once, by the first run only
+    assert cache.hits["retrieval"] == 1 and cache.hits["answers"] == 3
+    assert again.metrics["ingest/embedded_texts"] == 0
+    other_k = StageCache(dir=str(tmp_path))
+    Pipeline(components(embedder=emb, topk=10), cache=other_k).run()  # deeper search: vectors reused
+    assert other_k.misses["retrieval"] == 1 and other_k.hits["index"] == 1 and emb.calls == [4, 3]
+
+
+def test_parent_vectors_mean_pool_children(tmp_path):
+    emb = HashEmbedder(parent_vectors="mean")
+    retriever = FaissRetriever()
+    result = Pipeline(components(embedder=emb, retriever=retriever)).run()
+    assert result.counts["searchable_chunks"] == 4 + 3  # sentences, then paragraphs
+    assert emb.calls[0] == 4  # only sentences are embedded; parents are pooled
+    index = retriever._index  # noqa: SLF001 - read back the stored vectors
+    vecs = index.reconstruct_n(0, index.ntotal)
+    mean = vecs[0] + vecs[1]
+    np.testing.assert_allclose(vecs[4], mean / np.linalg.norm(mean), rtol=1e-5)  # paragraph a#s0.p0
+    direct = HashEmbedder(parent_vectors="direct")
+    Pipeline(components(embedder=direct)).run()
+    assert direct.calls[0] == 7
+    hits = [h.chunk_id for c in result.cases for h in c.hits]
+    assert any(result.tree[h].level == Level.PARAGRAPH for h in hits)
+
+
+def test_topk_must_be_positive():
+    with pytest.raises(Exception, match="retrieval.topk"):
+        Pipeline(components(topk=0))
