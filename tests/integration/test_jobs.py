@@ -35,12 +35,31 @@ def _raw_qasper_types() -> Counter:
     return out
 
 
+def _raw_syllabusqa_types() -> Counter:
+    import csv
+
+    with open(SAMPLES / "syllabusqa/data/dataset_split/test.csv", newline="", encoding="utf-8") as fh:
+        return Counter(row["question_type"] for row in csv.DictReader(fh))
+
+
+def _raw_financebench_types() -> Counter:
+    lines = (SAMPLES / "financebench/data/financebench_open_source.jsonl").read_text().splitlines()
+    return Counter(json.loads(line)["question_type"] for line in lines if line.strip())
+
+
+def _raw_multihop_types() -> Counter:
+    return Counter(q["question_type"] for q in json.loads((SAMPLES / "multihop_rag/MultiHopRAG.json").read_text()))
+
+
 def _artifact(client, run, name: str) -> str:
     path = client.download_artifacts(run.info.run_id, name)
     return Path(path).read_text()
 
 
-@pytest.mark.parametrize("dataset,raw_types", [("locomo", _raw_locomo_types), ("qasper", _raw_qasper_types)])
+@pytest.mark.parametrize("dataset,raw_types", [
+    ("locomo", _raw_locomo_types), ("qasper", _raw_qasper_types), ("syllabusqa", _raw_syllabusqa_types),
+    ("financebench", _raw_financebench_types), ("multihop_rag", _raw_multihop_types),
+])
 def test_real_job_logs_everything(dataset, raw_types, tmp_path):
     run, client = run_job([f"dataset={dataset}", "retrieval.topk=5"], tmp_path)
     assert run.info.status == "FINISHED"
@@ -53,6 +72,10 @@ def test_real_job_logs_everything(dataset, raw_types, tmp_path):
     assert t["ragbench.dataset_variant"] == "sample"
     assert t["ragbench.generator"].startswith("extractive-baseline")
     assert t["ragbench.git_commit"]
+    if dataset == "financebench":  # no PDFs: the inflating pages_only corpus is said in the tags
+        assert t["ragbench.dataset.corpus"] == "pages_only" and "inflate" in t["ragbench.dataset.corpus_warning"]
+    if dataset == "multihop_rag":
+        assert t["ragbench.dataset.sample"] == "synthetic"
     # metrics: counts by type equal an independent count over the raw file; per-type metrics exist
     expected = raw_types()
     assert m["counts/queries"] == sum(expected.values())
