@@ -117,9 +117,18 @@ def job_hash(resolved: dict[str, Any]) -> str:
     return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
 
 
-def _objective(cfg: DictConfig, metrics: Mapping[str, float]) -> float | None:
+def _objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = False) -> float | None:
+    """The metric a search sweeper maximises: NaN for a failed job (a failed trial, never a score)."""
     objective = cfg.get("objective")
-    return float(metrics.get(objective, float("nan"))) if objective else None
+    if not objective:
+        return None
+    if failed:
+        return float("nan")
+    if objective not in metrics:
+        close = sorted(k for k in metrics if k.split("/")[-1] == str(objective).split("/")[-1])[:5]
+        hint = ", ".join(close) or "answer/f1, retrieval/mrr, retrieval/hit_at_5"
+        raise ConfigError(f"objective={objective!r} is not a metric of this job; use a logged metric key, e.g. {hint}")
+    return float(metrics[objective])
 
 
 def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None) -> Any | None:
@@ -185,13 +194,13 @@ def run(cfg: DictConfig) -> float | None:
         tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
         log.error("%s", exc)
         if multirun:
-            return _objective(cfg, {})
+            return _objective(cfg, {}, failed=True)
         sys.exit(1)
     except Exception as exc:
         tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
         log.exception("job failed")
         if multirun:
-            return _objective(cfg, {})  # NaN for a search sweeper: a failed trial, never a score
+            return _objective(cfg, {}, failed=True)
         raise
     finally:
         tracker.end_run(run_id, status)

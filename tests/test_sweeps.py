@@ -97,7 +97,8 @@ def test_bad_dataset_file_gives_a_named_error_without_traceback(tmp_path):
 
 def test_ctrl_c_ends_the_run_as_killed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "ragbench", "dataset=locomo", "embedder.batch_size=8"],
+    proc = subprocess.Popen([sys.executable, "-m", "ragbench", "dataset=locomo", "embedder.batch_size=8",
+                             f"cache.dir={tmp_path}/cold-cache"],  # cold: the model must load and embed
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = ""
     deadline = time.time() + 120

@@ -304,6 +304,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if res.skipped_locked:
         log.info("skipped %d entries locked by a running job; prune again when it has finished", res.skipped_locked)
     if res.leftovers:
-        log.info("%s %d leftovers of interrupted writes (temporary folders, files, orphan locks)", verb,
-                 res.leftovers)
+        log.info("%s %d leftovers (unfinished build folders and temp files of killed jobs, lock files of "
+                 "removed entries)", verb, res.leftovers)
     return 0
