@@ -126,13 +126,23 @@ def test_index_built_with_other_settings_is_refused(tmp_path):
 
 
 def _runs(db: Path) -> list[tuple]:
+    """(run id, status, job hash, parent id, role) of every run; [] while MLflow creates the schema."""
+    if not db.exists():
+        return []
     with sqlite3.connect(db) as con:
-        return con.execute(
-            "select r.run_uuid, r.status, "
-            "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.job_hash'), "
-            "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'mlflow.parentRunId'), "
-            "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.role') "
-            "from runs r").fetchall()
+        try:
+            return _select(con)
+        except sqlite3.OperationalError:  # the store is still being created by the sweep
+            return []
+
+
+def _select(con: sqlite3.Connection) -> list[tuple]:
+    return con.execute(
+        "select r.run_uuid, r.status, "
+        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.job_hash'), "
+        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'mlflow.parentRunId'), "
+        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.role') "
+        "from runs r").fetchall()
 
 
 def test_resume_after_kill_9(tmp_path):
@@ -146,7 +156,7 @@ def test_resume_after_kill_9(tmp_path):
     deadline = time.time() + 300
     answers = cache_dir / "answers"
     while time.time() < deadline:  # kill once job 0 has finished and job 1 is half-way through its cases
-        done = db.exists() and sum(1 for r in _runs(db) if r[1] == "FINISHED" and r[4] == "job")
+        done = sum(1 for r in _runs(db) if r[1] == "FINISHED" and r[4] == "job")
         cached = sum(1 for _ in answers.rglob("*.json")) if answers.exists() else 0
         if done and cached >= 18 + 5:
             break
