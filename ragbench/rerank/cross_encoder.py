@@ -1,0 +1,127 @@
+"""Cross-encoder reranking with sentence-transformers' CrossEncoder, loaded lazily on first use."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ragbench.errors import ConfigError, ModelLoadError
+from ragbench.types import ChunkTree, Hit, Query
+
+log = logging.getLogger(__name__)
+
+
+def resolve_model_path(model: str, package: str | None) -> str:
+    """Where to load weights from: ``package.get_model_path()`` if a package is named, else ``model``.
+
+    ``model`` alone is a Hugging Face hub name or a local folder, loaded by sentence-transformers
+    exactly as usual (the hub needs internet). ``package`` is a pip package shipping the weights;
+    when it is not installed, ``model`` is used (with a warning), as the embedder does.
+    """
+    if package is None:
+        return model
+    module_name = package.replace("-", "_")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        # Same policy as the embedder: a user with internet still gets the model from the hub.
+        log.warning(
+            "reranker package %s is not installed; loading %s from the hub or a local folder", package, model
+        )
+        return model
+    get_path = getattr(module, "get_model_path", None)
+    if not callable(get_path):
+        raise ModelLoadError(
+            f"reranker package '{package}' has no get_model_path(); "
+            "fix: name a package that ships weights with get_model_path(), or set package=null"
+        )
+    return str(get_path())
+
+
+class CrossEncoderReranker:
+    """Scores (query, chunk text) pairs with a cross-encoder and reorders the hits by that score."""
+
+    needs_vectors = False
+
+    def __init__(
+        self,
+        *,
+        model: str = "cross-encoder/ms-marco-MiniLM-L6-v2",
+        package: str | None = None,
+        batch_size: int = 32,
+        max_length: int | None = 512,
+        device: str | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(
+                f"reranker.rerankers.cross_encoder.batch_size={batch_size} is invalid; use an integer >= 1"
+            )
+        self.model = model
+        self.package = package
+        self.batch_size = int(batch_size)
+        self.max_length = max_length
+        self.device = device
+        self._encoder: Any = None
+        self._lock = threading.Lock()
+
+    def params(self) -> Mapping[str, Any]:
+        """Settings for logging."""
+        return {"model": self.model, "package": self.package, "max_length": self.max_length}
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._encoder is None:
+                path = resolve_model_path(self.model, self.package)
+                from sentence_transformers import CrossEncoder
+
+                try:
+                    self._encoder = CrossEncoder(path, device=self.device, max_length=self.max_length)
+                except (OSError, ValueError) as err:
+                    raise ModelLoadError(
+                        f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): {err}; "
+                        "fix: with no internet, point `model` to a local folder or set `package` to a pip "
+                        "package shipping the weights"
+                    ) from err
+                log.info("loaded cross-encoder %s on %s", path, self._encoder.device)
+        return self._encoder
+
+    def score(self, query_text: str, texts: Sequence[str]) -> np.ndarray:
+        """One relevance score per text for ``query_text`` (higher is better)."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        encoder = self._load()
+        scores = encoder.predict(
+            [(query_text, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False
+        )
+        out = np.asarray(scores, dtype=np.float32)
+        if out.size != len(texts):
+            raise ModelLoadError(
+                f"cross-encoder '{self.model}' returns {out.shape[-1]} scores per pair; a reranking "
+                "cross-encoder has one output label; fix: choose a reranking model (num_labels=1)"
+            )
+        return out.reshape(len(texts))
+
+    def rerank(
+        self,
+        query: Query,
+        hits: Sequence[Hit],
+        *,
+        tree: ChunkTree,
+        k: int,
+        query_vector: np.ndarray | None = None,
+        chunk_vectors: Mapping[str, np.ndarray] | None = None,
+    ) -> list[Hit]:
+        """The best ``k`` hits by cross-encoder score (retrieval order breaks ties)."""
+        if not hits or k < 1:
+            return []
+        scores = self.score(query.text, [tree[h.chunk_id].text for h in hits])
+        order = sorted(range(len(hits)), key=lambda i: -float(scores[i]))  # stable
+        return [
+            Hit(chunk_id=hits[i].chunk_id, score=float(scores[i]), rank=r)
+            for r, i in enumerate(order[:k], start=1)
+        ]
