@@ -97,7 +97,7 @@ def aggregate(cases: Sequence[CaseResult]) -> dict[str, float]:
         by_type[metric_name(c.query.question_type)].append(c)
     for qtype, group in sorted(by_type.items()):
         for key, value in summarize(group, keys).items():
-            if key.startswith(("tokens/", "cost/", "llm/")):
+            if key.startswith(("tokens/", "cost/", "llm/", "latency/")):
                 continue
             out[f"by_type/{qtype}/{key}"] = value
     return out

@@ -36,6 +36,9 @@ def test_end_to_end_scores_on_toy_data():
     assert result.metrics["cases/total"] == 3 and result.metrics["cases/failed"] == 0
     assert result.counts["searchable_chunks"] == 4 and result.counts["embedded_texts"] == 4
     assert len(result.fingerprints["index_sha256"]) == 64
+    # search latency is measured per query, not as a batch average
+    assert all(c.latency["search"] > 0 for c in result.cases)
+    assert result.metrics["latency/search_p95_ms"] >= result.metrics["latency/search_p50_ms"] > 0
 
 
 def test_failures_are_counted_never_dropped():
