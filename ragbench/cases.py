@@ -1,0 +1,120 @@
+"""One case's stages after retrieval: rerank, expand, generate, judge; answers and verdicts cached."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragbench.cache.entries import answer_from, answer_record
+from ragbench.cache.store import StageCache, make_key
+from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
+from ragbench.expand import count_tokens
+from ragbench.judge.retrieval import retrieval_scores
+from ragbench.protocols import Judge
+from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
+
+if TYPE_CHECKING:
+    from ragbench.pipeline import Components
+
+log = logging.getLogger(__name__)
+
+
+class CaseRunner:
+    """Runs the per-query stages; thread-safe (the pipeline calls it from a pool)."""
+
+    def __init__(self, components: Components, cache: StageCache) -> None:
+        self.c = components
+        self.cache = cache
+
+    def run(
+        self,
+        query: Query,
+        hits: list[Hit],
+        tree: ChunkTree,
+        emap: EvidenceMap,
+        ks: Sequence[int],
+        qvec: np.ndarray | None,
+        vectors: np.ndarray | None,
+        row_of: Mapping[str, int],
+        search_s: float | None,
+    ) -> CaseResult:
+        """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
+        c = self.c
+        latency: dict[str, float] = {} if search_s is None else {"search": search_s}
+        scores: dict[str, float] = {}
+        contexts: tuple = ()
+        answer: Answer | None = None
+        final = hits
+        try:
+            t = time.perf_counter()
+            for reranker in c.rerankers:
+                chunk_vecs = None
+                if reranker.needs_vectors and vectors is not None:
+                    chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final}
+                final = reranker.rerank(query, final, tree=tree, k=len(final),
+                                        query_vector=qvec, chunk_vectors=chunk_vecs)
+            if c.rerankers:
+                latency["rerank"] = time.perf_counter() - t
+            final = final[: max(ks)]
+            scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
+            t = time.perf_counter()
+            contexts = tuple(c.expander.expand(final[: c.topk], tree))
+            latency["expand"] = time.perf_counter() - t
+            ctx_tokens = sum(count_tokens(x.text) for x in contexts)
+            scores["context/tokens"] = float(ctx_tokens)
+            ev_texts = [x for x in emap.texts if x]
+            rec = evidence_recall(ev_texts, [x.text for x in contexts]) if emap.matched else None
+            if rec is not None:
+                scores["context/evidence_recall"] = rec
+                if ctx_tokens:
+                    scores["context/evidence_recall_per_1k_tokens"] = rec * 1000.0 / ctx_tokens
+            t = time.perf_counter()
+            answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
+                                   "question": query.text, "type": query.question_type,
+                                   "contexts": [[x.title, x.text] for x in contexts]})
+            record = self.cache.get_record("answers", answer_key)
+            if record is not None:
+                answer = answer_from(record)
+            else:
+                answer = c.generator.answer(query, contexts)
+                self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
+                                                              "qid": query.qid}, answer_record(answer))
+            latency["generate"] = time.perf_counter() - t
+            if answer.citations and emap.matched:
+                cited = [n for n in answer.citations if 1 <= n <= len(contexts)]
+                if cited:
+                    scores["answer/citation_hit_rate"] = sum(
+                        context_has_evidence(tree, emap, contexts[n - 1].chunk_id) for n in cited
+                    ) / len(cited)
+            t = time.perf_counter()
+            for judge in c.judges.values():
+                scores.update(self.verdict(judge, query, contexts, answer, answer_key))
+            latency["judge"] = time.perf_counter() - t
+        except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
+            log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
+            return CaseResult(
+                query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
+                status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,
+            )
+        return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
+                          latency=latency)
+
+    def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
+                 answer_key: str) -> dict[str, float]:
+        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case."""
+        identity = getattr(judge, "identity", None)
+        if identity is None:
+            return judge.judge(query, contexts, answer)
+        key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
+                        "gold": list(query.answers), "answerable": query.answerable})
+        record = self.cache.get_record("verdicts", key)
+        if record is not None:
+            return {k: float(v) for k, v in record.items()}
+        scores = judge.judge(query, contexts, answer)
+        if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
+            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid}, scores)
+        return scores
