@@ -5,7 +5,7 @@ sample datasets (LoCoMo turns, Qasper paragraphs, syllabi, FinanceBench evidence
 chunks of 2-3 sentences; each query is one sentence of a chunk with ~25% of its words dropped, and
 that chunk is its one relevant id. ``bench_retrieval.py`` reuses ``synthetic_corpus``.
 
-    python benchmarks/bench_bm25.py [--chunks 20000] [--queries 1000] [--data /work/shared/datasets]
+    python benchmarks/bench_bm25.py [--chunks 20000] [--queries 1000] [--data FOLDER]
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DATA = os.environ.get("RAGBENCH_BENCH_DATA", "/work/shared/datasets")
+# the dataset samples bundled in the package (any folder of dataset files works: --data)
+DEFAULT_DATA = os.environ.get(
+    "RAGBENCH_BENCH_DATA", str(Path(__file__).resolve().parents[1] / "ragbench" / "datasets" / "samples")
+)
 _SPLIT = re.compile(r"(?<=[.!?])\s+")
 
 

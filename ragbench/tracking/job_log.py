@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections import Counter
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: obj}
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str:
     """The commit ragbench runs from (``unknown`` outside a git checkout), ``+dirty`` when modified."""
     here = Path(__file__).resolve().parent

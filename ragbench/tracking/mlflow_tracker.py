@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -45,6 +46,17 @@ def _sqlite_dir(uri: str) -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _client_for(uri: str) -> Any:
+    """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
+    from mlflow import MlflowClient
+
+    folder = _sqlite_dir(uri)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(tracking_uri=uri)
+
+
 class MlflowTracker:
     """Talks to MLflow through ``MlflowClient`` only (no global active run), so parallel jobs and the
     sweep callback never step on each other's state."""
@@ -61,12 +73,7 @@ class MlflowTracker:
     @property
     def client(self) -> Any:
         if self._client is None:
-            from mlflow import MlflowClient
-
-            folder = _sqlite_dir(self.uri)
-            if folder is not None:
-                folder.mkdir(parents=True, exist_ok=True)
-            self._client = MlflowClient(tracking_uri=self.uri)
+            self._client = _client_for(self.uri)
         return self._client
 
     def experiment_id(self) -> str:
@@ -79,7 +86,7 @@ class MlflowTracker:
             location = (Path(self.artifact_root).resolve() / self.experiment).as_uri()
         try:
             return str(self.client.create_experiment(self.experiment, artifact_location=location))
-        except Exception:  # noqa: BLE001 - a parallel job may have created it first
+        except Exception:
             exp = self.client.get_experiment_by_name(self.experiment)
             if exp is None:
                 raise
