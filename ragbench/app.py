@@ -132,14 +132,15 @@ def _objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = 
 
 
 def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None) -> Any | None:
-    """A FINISHED run of the same job, moved into this sweep; interrupted ones are closed as KILLED."""
+    """In a sweep, a FINISHED run of the same job, moved into this sweep. Interrupted runs of the job
+    are closed as KILLED either way. A single run always runs (the stage cache makes that cheap)."""
     prior = tracker.runs_with_tag("ragbench.job_hash", jhash)
     for stale in (r for r in prior if r.info.status == "RUNNING"):
         log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
         tracker.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
         tracker.end_run(stale.info.run_id, "KILLED")
     done = [r for r in prior if r.info.status == "FINISHED"]
-    if not cfg.get("resume", True) or not done:
+    if not cfg.get("resume", True) or not done or parent is None:
         return None
     run = done[0]
     if parent:
