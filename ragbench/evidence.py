@@ -64,6 +64,7 @@ class EvidenceMatcher:
         self._by_doc_level: dict[tuple[str, Level], list[str]] = defaultdict(list)
         self._by_ref: dict[str, list[str]] = defaultdict(list)
         self._norm: dict[str, str] = {}
+        self._all_docs = sorted({c.doc_id for c in tree.chunks.values()})
         for c in tree.chunks.values():
             self._by_doc_level[(c.doc_id, c.level)].append(c.chunk_id)
             for r in c.refs:
@@ -75,7 +76,7 @@ class EvidenceMatcher:
         return self._norm[chunk_id]
 
     def _candidates(self, ev: Evidence, query: Query, level: Level) -> list[str]:
-        docs = [ev.doc_id] if ev.doc_id else list(query.doc_ids) or sorted({c.doc_id for c in self.tree.chunks.values()})
+        docs = [ev.doc_id] if ev.doc_id else list(query.doc_ids) or self._all_docs
         return [cid for d in docs for cid in self._by_doc_level.get((d, level), [])]
 
     def _match_one(self, ev: Evidence, query: Query) -> tuple[tuple[str, ...], str, str]:
@@ -150,15 +151,13 @@ def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tup
     seen: set[str] = set()
     ranking: list[str] = []
     for hit in hits:
-        new = [
-            f"ev{i}" for i, anchors in enumerate(emap.anchors)
-            if anchors and f"ev{i}" not in seen and covers(tree, hit.chunk_id, anchors)
-        ]
-        if new:
-            ranking.extend(new)
-            seen.update(new)
-        elif not any(anchors and covers(tree, hit.chunk_id, anchors) for anchors in emap.anchors):
+        covered = [f"ev{i}" for i, anchors in enumerate(emap.anchors) if anchors and covers(tree, hit.chunk_id, anchors)]
+        if not covered:
             ranking.append(hit.chunk_id)
+            continue
+        new = [unit for unit in covered if unit not in seen]
+        ranking.extend(new)
+        seen.update(new)
     qrels = {f"ev{i}": emap.relevance[i] for i in emap.matched}
     return ranking, qrels
 

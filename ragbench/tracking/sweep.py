@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -96,6 +95,3 @@ class MlflowSweepCallback(Callback):
             log.error("%d of %d jobs failed: %s; each job's error is in its MLflow run (tag ragbench.error) "
                       "and in its log under %s", len(failed), len(rows), ", ".join(failed), config.hydra.sweep.dir)
             sys.exit(1)
-
-    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        return None
