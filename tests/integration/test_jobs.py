@@ -61,7 +61,8 @@ def _artifact(client, run, name: str) -> str:
     ("financebench", _raw_financebench_types), ("multihop_rag", _raw_multihop_types),
 ])
 def test_real_job_logs_everything(dataset, raw_types, tmp_path):
-    run, client = run_job([f"dataset={dataset}", "retrieval.topk=5"], tmp_path)
+    # its own cache: the job must really embed (time/embed_s), whatever other tests cached before
+    run, client = run_job([f"dataset={dataset}", "retrieval.topk=5", f"cache.dir={tmp_path / 'cache'}"], tmp_path)
     assert run.info.status == "FINISHED"
     p, t, m = run.data.params, run.data.tags, run.data.metrics
     # params: the flattened resolved config
