@@ -88,7 +88,7 @@ class CaseRunner:
                 cited = [n for n in answer.citations if 1 <= n <= len(contexts)]
                 if cited:
                     scores["answer/citation_hit_rate"] = sum(
-                        context_has_evidence(tree, emap, contexts[n - 1].chunk_id) for n in cited
+                        context_has_evidence(tree, emap, contexts[n - 1]) for n in cited
                     ) / len(cited)
             t = time.perf_counter()
             for judge in c.judges.values():

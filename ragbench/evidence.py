@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ragbench.text import normalize, tokens
-from ragbench.types import ChunkTree, Evidence, Hit, Level, Query
+from ragbench.types import ChunkTree, Context, Evidence, Hit, Level, Query
 
 MIN_SOFT_TOKENS = 4
 SOFT_THRESHOLD = 0.8
@@ -162,9 +162,11 @@ def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tup
     return ranking, qrels
 
 
-def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, chunk_id: str) -> bool:
-    """True when the context chunk covers any matched evidence item (for citation hit rate)."""
-    return any(anchors and covers(tree, chunk_id, anchors) for anchors in emap.anchors)
+def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context) -> bool:
+    """True when the context (its kept parts, or its whole chunk) covers any matched evidence item
+    (for citation hit rate)."""
+    parts = context.part_ids or (context.chunk_id,)
+    return any(anchors and any(covers(tree, p, anchors) for p in parts) for anchors in emap.anchors)
 
 
 def match_stats(maps: Mapping[str, EvidenceMap]) -> dict[str, int]:

@@ -186,7 +186,11 @@ class Hit:
 
 @dataclass(frozen=True)
 class Context:
-    """A passage handed to the generator: an expanded parent of one or more hits."""
+    """A passage handed to the generator: an expanded parent of one or more hits.
+
+    ``part_ids`` names the chunks under ``chunk_id`` whose text the context holds when the expander
+    kept only part of the target (``child_depth`` > 0); empty means the whole target.
+    """
 
     chunk_id: str
     text: str
@@ -194,6 +198,7 @@ class Context:
     level: Level
     hit_ids: tuple[str, ...]
     truncated: bool = False
+    part_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -114,3 +114,26 @@ def test_ctrl_c_ends_the_run_as_killed(tmp_path):
     assert proc.returncode != 0
     _, all_runs = runs(tmp_path)
     assert [r.info.status for r in all_runs] == ["KILLED"]
+
+
+def test_retrieval_reranker_depth_grid(tmp_path):
+    """The retrieval issue's grid: retrieval x reranker x parent_depth, 27 jobs, one embedding."""
+    proc = ragbench(["-m", "retrieval=dense,bm25,hybrid", "reranker=none,mmr,diversity",
+                     "expander.parent_depth=0,1,2", "dataset=qasper", f"cache.dir={tmp_path}/cache"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, all_runs = runs(tmp_path)
+    children = [r for r in all_runs if r.data.tags.get("ragbench.role") == "job"]
+    assert len(children) == 27 and all(c.info.status == "FINISHED" for c in children)
+    grid = {(c.data.params["retrieval.retriever._target_"].rsplit(".", 1)[-1],
+             tuple(k.split(".")[2] for k in c.data.params if k.startswith("reranker.rerankers.")
+                   and k.endswith("._target_")),
+             c.data.params["expander.parent_depth"]) for c in children}
+    assert len(grid) == 27
+    assert sum(c.data.metrics["ingest/embedded_texts"] > 0 for c in children) == 1  # bm25 embeds nothing
+    tokens: dict[str, list[float]] = {}
+    for c in children:
+        tokens.setdefault(c.data.params["expander.parent_depth"], []).append(c.data.metrics["context/tokens"])
+    mean = {d: sum(v) / len(v) for d, v in tokens.items()}
+    assert mean["0"] < mean["1"] < mean["2"]  # bigger targets, bigger contexts
+    # the terminal table labels jobs by what differs, not by the shared dataset/cache overrides
+    assert "#0 expander.parent_depth=0 reranker=none retrieval=dense" in " ".join(proc.stdout.split())

@@ -61,6 +61,7 @@ def case_row(case: CaseResult, topk: int) -> dict[str, Any]:
         "retrieved_ids": [h.chunk_id for h in case.hits[:topk]],
         "retrieved_scores": [round(h.score, 6) for h in case.hits[:topk]],
         "context_ids": [c.chunk_id for c in case.contexts],
+        "context_parts": [list(c.part_ids) for c in case.contexts],  # [] = the whole context chunk
         "citations": list(case.answer.citations) if case.answer else [],
         "prompt_tokens": case.answer.usage.prompt_tokens if case.answer else 0,
         "completion_tokens": case.answer.usage.completion_tokens if case.answer else 0,

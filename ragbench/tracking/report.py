@@ -70,8 +70,9 @@ def comparison_table(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, st
     """Jobs x metrics, already sorted best first; ``columns`` maps row keys to column labels."""
     table = Table(title=title, title_justify="left")
     for c, label in columns.items():
-        table.add_column(label, justify="left" if c in ("run", "status") else "right",
-                         no_wrap=c != "run", overflow="fold")
+        wraps = c in ("run", "job")  # only the job label may wrap; status and numbers never shrink
+        table.add_column(label, justify="left" if wraps or c == "status" else "right", no_wrap=not wraps,
+                         overflow="fold", min_width=None if wraps else max(len(label), 8))
     for row in rows:
         table.add_row(*(_fmt(row.get(c, "")) for c in columns))
     console.print(table)

@@ -30,6 +30,45 @@ def parent_run_id(sweep_dir: str | Path) -> str | None:
     return p.read_text().strip() if p.exists() else None
 
 
+def split_overrides(text: str) -> list[str]:
+    """Hydra's ``override_dirname`` split at its top-level commas (``reranker=[a,b]`` stays whole)."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur))
+    return [o for o in out if o]
+
+
+def job_labels(run_names: dict[str, str]) -> dict[str, str]:
+    """Short terminal labels: ``#n`` plus only the overrides that differ between the sweep's jobs
+    (run names are ``#n key=value,key=value``; a value every job shares is noise in a comparison)."""
+    parsed: dict[str, tuple[str, list[str]]] = {}
+    for run_id, name in run_names.items():
+        num, _, rest = name.partition(" ")
+        parsed[run_id] = (num, split_overrides(rest))
+    seen: dict[str, set[str]] = {}
+    for _, items in parsed.values():
+        for item in items:
+            key, _, value = item.partition("=")
+            seen.setdefault(key, set()).add(value)
+    counts = {k: len(v) for k, v in seen.items()}
+    out = {}
+    for run_id, (num, items) in parsed.items():
+        keep = [i for i in items if counts.get(i.partition("=")[0], 0) > 1
+                or sum(1 for _, its in parsed.values() if i in its) < len(parsed)]
+        out[run_id] = " ".join([num, *keep]).strip() or num
+    return out
+
+
 class MlflowSweepCallback(Callback):
     """Opens the parent run before the first job and closes it after the last, logging the table."""
 
@@ -77,6 +116,9 @@ class MlflowSweepCallback(Callback):
                     row[m] = run.data.metrics[m]
             rows.append(row)
         rows.sort(key=lambda r: (r["status"] != "FINISHED", -float(r.get(self.sort_by, float("-inf")))))
+        labels = job_labels({r["run_id"]: r["run"] for r in rows})
+        for r in rows:
+            r["job"] = labels[r["run_id"]]
         from ragbench.tracking.mlflow_tracker import dumps
 
         table = [{**{k: v for k, v in r.items() if k != "params"}, "params": dumps(r["params"])} for r in rows]
@@ -84,7 +126,7 @@ class MlflowSweepCallback(Callback):
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
-        shown = {"run": "job", "status": "status",
+        shown = {"job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
         comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]

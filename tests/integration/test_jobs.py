@@ -142,3 +142,25 @@ def test_same_dataset_same_index_sha_across_topk(tmp_path):
     assert a.data.tags["ragbench.index_sha256"] == b.data.tags["ragbench.index_sha256"]
     c, _ = run_job(["dataset=qasper", "chunker.search_level=paragraph", "dataset.sample_size=3"], tmp_path)
     assert c.data.tags["ragbench.index_sha256"] != a.data.tags["ragbench.index_sha256"]
+
+
+def test_child_depth_narrows_section_contexts_on_locomo(tmp_path):
+    """parent_depth=2 hands whole LoCoMo sessions to the generator; child_depth=1 keeps only the hit
+    turns under the session's date line. Retrieval is untouched, contexts shrink, nothing is lost
+    from the hits: every retrieved sentence is still in a context."""
+    base = ["dataset=locomo", "dataset.sample_size=30", "retrieval.topk=5", "expander.parent_depth=2"]
+    whole, client = run_job([*base, "expander.child_depth=0"], tmp_path)
+    parts, _ = run_job([*base, "expander.child_depth=1"], tmp_path)
+    assert parts.data.params["expander.child_depth"] == "1"
+    for m in ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr"):
+        assert parts.data.metrics[m] == whole.data.metrics[m]
+    assert parts.data.metrics["context/tokens"] < 0.5 * whole.data.metrics["context/tokens"]
+    assert parts.data.metrics["context/evidence_recall"] <= whole.data.metrics["context/evidence_recall"]
+    rows = [json.loads(x) for x in _artifact(client, parts, "cases.jsonl").splitlines()]
+    assert rows and all(r["status"] == "ok" for r in rows)
+    for r in rows:
+        for cid, kept in zip(r["context_ids"], r["context_parts"], strict=True):
+            assert kept and all(k.startswith(cid + ".") for k in kept)  # turns of the session
+        turns = {k for kept in r["context_parts"] for k in kept}
+        hit_turns = {h.rsplit(".", 1)[0] for h in r["retrieved_ids"]}  # sentence -> its turn
+        assert hit_turns == turns

@@ -89,3 +89,69 @@ def test_context_budget_cuts_at_sentence_boundaries():
     assert ctx[0].text == "Alice adopted a cat."  # the next sentence would exceed 6 tokens
     with pytest.raises(Exception, match="parent_depth"):
         ParentExpander(parent_depth=5)
+
+
+# --------------------------------------------------------------- child_depth (aggregate downwards)
+SECTION_HITS = [Hit("d#s0.p1.t0", 0.9, 1), Hit("d#s1.p0.t0", 0.8, 2)]
+
+
+def test_child_depth_zero_keeps_the_whole_target():
+    ctx = ParentExpander(parent_depth=2, child_depth=0).expand(SECTION_HITS, TREE)
+    assert [c.text for c in ctx] == [TREE["d#s0"].text, TREE["d#s1"].text]
+    assert all(c.part_ids == () for c in ctx)
+
+
+def test_child_depth_one_keeps_only_the_hit_paragraphs_under_the_section_title():
+    ctx = ParentExpander(parent_depth=2, child_depth=1).expand(SECTION_HITS, TREE)
+    assert [c.chunk_id for c in ctx] == ["d#s0", "d#s1"]
+    # S1 had two paragraphs; only the bicycle paragraph was hit, so the cat paragraph is left out
+    assert ctx[0].text == "S1\nBob bought a red bicycle last spring."
+    assert ctx[0].part_ids == ("d#s0.p1",) and ctx[0].level == Level.SECTION
+    # S2's only paragraph was hit: every child kept renders exactly the section's own text
+    assert ctx[1].text == TREE["d#s1"].text and ctx[1].part_ids == ("d#s1.p0",)
+
+
+def test_child_depth_keeps_parts_in_document_order_and_every_hit_id():
+    hits = [Hit("d#s0.p1.t0", 0.9, 1), Hit("d#s0.p0.t1", 0.8, 2)]  # later paragraph ranked first
+    ctx = ParentExpander(parent_depth=2, child_depth=2).expand(hits, TREE)
+    assert len(ctx) == 1 and ctx[0].hit_ids == ("d#s0.p1.t0", "d#s0.p0.t1")
+    assert ctx[0].part_ids == ("d#s0.p0.t1", "d#s0.p1.t0")
+    # sentences of one paragraph join by spaces, paragraphs by lines, under the section title
+    assert ctx[0].text == "S1\nThe cat is called Tom.\nBob bought a red bicycle last spring."
+
+
+def test_child_depth_beyond_sentences_stops_at_sentences_and_coarse_hits_stay_whole():
+    deep = ParentExpander(parent_depth=1, child_depth=3)
+    assert deep.unit_level == Level.SENTENCE
+    ctx = deep.expand([Hit("d#s0.p0.t1", 1.0, 1)], TREE)
+    assert ctx[0].chunk_id == "d#s0.p0" and ctx[0].text == "The cat is called Tom."
+    # a paragraph hit (paragraph search) at parent_depth=2, child_depth=2: the paragraph is whole
+    ctx = ParentExpander(parent_depth=2, child_depth=2).expand([Hit("d#s0.p0", 1.0, 1)], TREE)
+    assert ctx[0].text == "S1\nAlice adopted a cat. The cat is called Tom."
+    # a section hit (parent vectors searched) keeps the whole section whatever child_depth says
+    ctx = ParentExpander(parent_depth=1, child_depth=1).expand([Hit("d#s0", 1.0, 1)], TREE)
+    assert ctx[0].text == TREE["d#s0"].text and ctx[0].part_ids == ()
+
+
+def test_document_target_with_child_depth_keeps_the_hit_sections():
+    ctx = ParentExpander(parent_depth=3, child_depth=1).expand([Hit("d#s1.p0.t0", 1.0, 1)], TREE)
+    assert ctx[0].chunk_id == "d" and ctx[0].part_ids == ("d#s1",)
+    assert ctx[0].text == "Doc\n\n" + TREE["d#s1"].text
+
+
+def test_child_depth_budget_cuts_within_the_kept_parts():
+    ctx = ParentExpander(parent_depth=2, child_depth=1, max_context_tokens=4).expand(
+        [Hit("d#s0.p0.t1", 1.0, 1)], TREE)
+    assert ctx[0].truncated and ctx[0].text == "Alice adopted a cat."
+    with pytest.raises(Exception, match="child_depth"):
+        ParentExpander(child_depth=-1)
+
+
+def test_citation_check_uses_the_kept_parts():
+    from ragbench.evidence import context_has_evidence
+
+    emap = EvidenceMatcher(TREE).match(q(Evidence(ref="D1:1")))  # evidence: the cat paragraph
+    whole, = ParentExpander(parent_depth=2).expand([Hit("d#s0.p1.t0", 1.0, 1)], TREE)
+    pruned, = ParentExpander(parent_depth=2, child_depth=1).expand([Hit("d#s0.p1.t0", 1.0, 1)], TREE)
+    assert context_has_evidence(TREE, emap, whole)  # the whole section holds the cat paragraph
+    assert not context_has_evidence(TREE, emap, pruned)  # the bicycle paragraph alone does not
