@@ -121,7 +121,7 @@ def test_retrieval_reranker_depth_grid(tmp_path):
     proc = ragbench(["-m", "retrieval=dense,bm25,hybrid", "reranker=none,mmr,diversity",
                      "expander.parent_depth=0,1,2", "dataset=qasper", f"cache.dir={tmp_path}/cache"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    _, all_runs = runs(tmp_path)
+    client, all_runs = runs(tmp_path)
     children = [r for r in all_runs if r.data.tags.get("ragbench.role") == "job"]
     assert len(children) == 27 and all(c.info.status == "FINISHED" for c in children)
     grid = {(c.data.params["retrieval.retriever._target_"].rsplit(".", 1)[-1],
@@ -135,5 +135,8 @@ def test_retrieval_reranker_depth_grid(tmp_path):
         tokens.setdefault(c.data.params["expander.parent_depth"], []).append(c.data.metrics["context/tokens"])
     mean = {d: sum(v) / len(v) for d, v in tokens.items()}
     assert mean["0"] < mean["1"] < mean["2"]  # bigger targets, bigger contexts
-    # the terminal table labels jobs by what differs, not by the shared dataset/cache overrides
-    assert "#0 expander.parent_depth=0 reranker=none retrieval=dense" in " ".join(proc.stdout.split())
+    # the comparison table labels jobs by what differs, not by the shared dataset/cache overrides
+    [parent] = [r for r in all_runs if r.data.tags.get("ragbench.role") == "sweep"]
+    table = json.loads(Path(client.download_artifacts(parent.info.run_id, "sweep_comparison.json")).read_text())
+    labels = {row[table["columns"].index("job")] for row in table["data"]}
+    assert "#0 expander.parent_depth=0 reranker=none retrieval=dense" in labels and len(labels) == 27

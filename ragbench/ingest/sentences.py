@@ -12,6 +12,7 @@ ABBREVIATIONS = frozenset(
 _LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
 _CJK_END = re.compile(r"[。！？；][”’」』）]*")
 _WORD_BEFORE = re.compile(r"(\S+)$")
+_DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
 
 
 def _is_abbreviation(text_before: str) -> bool:
@@ -22,7 +23,7 @@ def _is_abbreviation(text_before: str) -> bool:
     if word in ABBREVIATIONS:
         return True
     # single letters are initials ("J. Smith"); dotted acronyms ("U.S.A")
-    return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]", word))
+    return len(word) == 1 and word.isalpha() or bool(_DOTTED.fullmatch(word))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -38,7 +39,8 @@ def split_sentences(text: str) -> list[str]:
         nxt = text[end]
         if not (nxt.isupper() or nxt.isdigit() or nxt in "\"'“‘([" or not nxt.isascii()):
             continue
-        if text[m.start()] == "." and _is_abbreviation(text[: m.start()]):
+        # only the word before the dot matters: pass a short window, not the whole prefix (O(n) per cut)
+        if text[m.start()] == "." and _is_abbreviation(text[max(0, m.start() - 64): m.start()]):
             continue
         cuts.append(end)
     for m in _CJK_END.finditer(text):

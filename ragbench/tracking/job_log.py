@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 from collections import Counter
 from collections.abc import Mapping
@@ -103,9 +104,10 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         "counts": dict(result.counts), "timings": dict(result.timings), "metrics": metrics,
         "dataset_stats": dict(ev.stats), "queries_by_type": dict(by_type), "files_read": list(ev.files),
     }
-    jsonl = "\n".join(dumps(r).replace("\n", "") for r in rows) + "\n"
+    jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in rows)
     tracker.log_files(run_id, {"config.yaml": config_yaml, "cases.jsonl": jsonl, "summary.json": dumps(summary)})
-    tracker.log_table(run_id, [{k: (dumps(v) if isinstance(v, list) else v) for k, v in r.items()} for r in rows],
+    tracker.log_table(run_id, [{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
+                                for k, v in r.items()} for r in rows],
                       "cases_table.json")
     tracker.log_dataset(
         run_id, name=f"{ev.name}-{ev.variant}", digest=result.fingerprints["dataset_sha256"],
