@@ -64,7 +64,7 @@ def test_design_card_sweep(tmp_path):
 def test_failed_job_does_not_stop_the_sweep(tmp_path):
     proc = ragbench(["-m", f"dataset.path={tmp_path}/missing,null", "dataset=qasper", "dataset.sample_size=2"],
                     tmp_path)
-    assert proc.returncode != 0
+    assert proc.returncode == 1
     assert "1 of 2 jobs failed" in proc.stderr + proc.stdout
     _, all_runs = runs(tmp_path)
     by_role = {}
@@ -140,3 +140,15 @@ def test_retrieval_reranker_depth_grid(tmp_path):
     table = json.loads(Path(client.download_artifacts(parent.info.run_id, "sweep_comparison.json")).read_text())
     labels = {row[table["columns"].index("job")] for row in table["data"]}
     assert "#0 expander.parent_depth=0 reranker=none retrieval=dense" in labels and len(labels) == 27
+
+
+def test_a_job_that_loads_torch_exits_fast_and_loses_nothing(tmp_path):
+    """The fast exit after a job that imported torch keeps the output, the log file and the run."""
+    proc = ragbench(["dataset=qasper", "dataset.sample_size=2", "cache.mode=off"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Loading SentenceTransformer model" in proc.stderr  # torch really was loaded
+    assert "ragbench job" in proc.stdout and proc.stdout.rstrip().endswith("┘")  # the whole summary
+    [logfile] = list((tmp_path / "outputs").rglob("*.log"))
+    assert "cases: 2/2" in logfile.read_text()  # the file handler was flushed
+    _, all_runs = runs(tmp_path)
+    assert [r.info.status for r in all_runs] == ["FINISHED"]

