@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ragbench.errors import ConfigError, ModelLoadError
+from ragbench.gc_tuning import long_lived
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +29,11 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None):  
     key = (source, device, max_seq_length)
     with _LAST_MODEL_LOCK:
         if key not in _LAST_MODEL:
-            from sentence_transformers import SentenceTransformer
-
             _LAST_MODEL.clear()
-            st = SentenceTransformer(source, device=device)
+            with long_lived():
+                from sentence_transformers import SentenceTransformer
+
+                st = SentenceTransformer(source, device=device)
             if max_seq_length:
                 st.max_seq_length = max_seq_length
             _LAST_MODEL[key] = st

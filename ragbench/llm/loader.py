@@ -7,6 +7,8 @@ import os
 import threading
 from types import ModuleType
 
+from ragbench.gc_tuning import long_lived
+
 _lock = threading.Lock()
 _module: ModuleType | None = None
 
@@ -19,7 +21,8 @@ def litellm() -> ModuleType:
             if _module is None:
                 # Else litellm fetches its cost map from GitHub at import (and waits on retries offline).
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm as lib
+                with long_lived():  # ~5 s of import whose objects stay for the whole process
+                    import litellm as lib
 
                 lib.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stdout
                 lib.telemetry = False

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.errors import ConfigError, ModelLoadError
+from ragbench.gc_tuning import long_lived
 from ragbench.types import ChunkTree, Hit, Query
 
 log = logging.getLogger(__name__)
@@ -77,10 +78,11 @@ class CrossEncoderReranker:
         with self._lock:
             if self._encoder is None:
                 path = resolve_model_path(self.model, self.package)
-                from sentence_transformers import CrossEncoder
-
                 try:
-                    self._encoder = CrossEncoder(path, device=self.device, max_length=self.max_length)
+                    with long_lived():
+                        from sentence_transformers import CrossEncoder
+
+                        self._encoder = CrossEncoder(path, device=self.device, max_length=self.max_length)
                 except (OSError, ValueError) as err:
                     raise ModelLoadError(
                         f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): {err}; "

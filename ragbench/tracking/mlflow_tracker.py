@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.errors import ConfigError
+from ragbench.gc_tuning import long_lived
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,13 @@ def _sqlite_dir(uri: str) -> Path | None:
 @functools.lru_cache(maxsize=8)
 def _client_for(uri: str) -> Any:
     """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
-    from mlflow import MlflowClient
-
     folder = _sqlite_dir(uri)
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
-    return MlflowClient(tracking_uri=uri)
+    with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
+        from mlflow import MlflowClient
+
+        return MlflowClient(tracking_uri=uri)  # opens (or creates and migrates) the store
 
 
 class MlflowTracker:

@@ -1,0 +1,34 @@
+"""long_lived(): the collector pauses during a heavy load, and what the load made is frozen."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from ragbench.gc_tuning import long_lived
+
+
+def test_collector_paused_inside_and_objects_frozen_after():
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    with long_lived():
+        assert not gc.isenabled()
+        made = [{"n": i} for i in range(1000)]  # stands in for a module's or a model's objects
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + len(made)
+    gc.unfreeze()  # give the test process its normal collector back
+
+
+def test_collector_restored_on_error_and_left_off_if_it_was_off():
+    with pytest.raises(ImportError), long_lived():
+        raise ImportError("no such module")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with long_lived():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
