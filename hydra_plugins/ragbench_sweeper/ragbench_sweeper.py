@@ -1,12 +1,12 @@
 """Hydra's basic sweeper, composing each job's config once instead of twice.
 
 The basic sweeper composes every job's config to validate the batch before launching it, then the
-launcher composes each one again. A ragbench config takes about 0.15 s to compose, so a design-card
-sweep (6 jobs) spent ~1 s composing configs it had already composed. This sweeper keeps the configs it
-validated and hands them to the launcher when it composes in the sweep's own process (basic, ray);
-joblib and submitit compose in their worker processes, which get Hydra's loader without the kept configs. Validation is unchanged: a bad override still fails before the first job runs.
+launcher composes each one again. A ragbench config takes about 0.1 s to compose, so the design-card
+sweep (6 jobs) spent over half a second composing configs it already had. This sweeper keeps the
+configs it validated and hands them to the launcher when the launcher composes in the sweep's own
+process (basic, ray). joblib and submitit compose in their worker processes, which get Hydra's loader
+without the kept configs. Validation is unchanged: a bad override still fails before the first job.
 """
-
 
 from collections.abc import Sequence
 from dataclasses import dataclass

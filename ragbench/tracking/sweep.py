@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +56,15 @@ def job_labels(run_names: dict[str, str]) -> dict[str, str]:
     for run_id, name in run_names.items():
         num, _, rest = name.partition(" ")
         parsed[run_id] = (num, split_overrides(rest))
-    seen: dict[str, set[str]] = {}
+    values: dict[str, set[str]] = {}
+    shared_by = Counter(item for _, items in parsed.values() for item in set(items))
     for _, items in parsed.values():
         for item in items:
             key, _, value = item.partition("=")
-            seen.setdefault(key, set()).add(value)
-    counts = {k: len(v) for k, v in seen.items()}
+            values.setdefault(key, set()).add(value)
     out = {}
     for run_id, (num, items) in parsed.items():
-        keep = [i for i in items if counts.get(i.partition("=")[0], 0) > 1
-                or sum(1 for _, its in parsed.values() if i in its) < len(parsed)]
+        keep = [i for i in items if len(values[i.partition("=")[0]]) > 1 or shared_by[i] < len(parsed)]
         out[run_id] = " ".join([num, *keep]).strip() or num
     return out
 

@@ -37,6 +37,7 @@ def test_validated_configs_are_handed_to_the_launcher_once_each():
     first = loader.load_sweep_config(master, ["retrieval.topk=3"])
     second = loader.load_sweep_config(master, ["retrieval.topk=5"])
     assert inner.calls == [("retrieval.topk=3",), ("retrieval.topk=5",)]  # 2 jobs, 2 compositions
+    assert loader.composed == 2
     assert first.overrides == ["retrieval.topk=3"] and second.overrides == ["retrieval.topk=5"]
     # a config is handed over once: asking again composes afresh (the launcher mutates what it gets)
     again = loader.load_sweep_config(master, ["retrieval.topk=3"])
