@@ -12,7 +12,7 @@ from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Components, Pipeline
 from ragbench.retrieval.dense import FaissRetriever
-from ragbench.types import Level
+from ragbench.types import Level, Paragraph, Section
 from tests.fixtures.components import FlakyAnswerer, fails
 from tests.fixtures.toy import HashEmbedder, ToyAdapter
 
@@ -74,7 +74,8 @@ def test_parent_vectors_mean_pool_children(tmp_path):
     np.testing.assert_allclose(vecs[4], mean / np.linalg.norm(mean), rtol=1e-5)  # paragraph a#s0.p0
     direct = HashEmbedder(parent_vectors="direct")
     Pipeline(components(embedder=direct)).run()
-    assert direct.calls[0] == 7
+    # 4 sentences + 3 paragraphs, but two paragraphs are one sentence long: 5 distinct texts encoded
+    assert direct.calls[0] == 5
     hits = [h.chunk_id for c in result.cases for h in c.hits]
     assert any(result.tree[h].level == Level.PARAGRAPH for h in hits)
 
@@ -82,3 +83,29 @@ def test_parent_vectors_mean_pool_children(tmp_path):
 def test_topk_must_be_positive():
     with pytest.raises(Exception, match="retrieval.topk"):
         Pipeline(components(topk=0))
+
+
+def test_each_distinct_text_is_encoded_once():
+    from ragbench.pipeline import _distinct
+
+    distinct, rows = _distinct(["Thanks!", "Wow.", "Thanks!", "Bye", "Wow."])
+    assert distinct == ["Thanks!", "Wow.", "Bye"] and rows.tolist() == [0, 1, 0, 2, 1]
+
+    class Repeated(ToyAdapter):
+        def load(self):
+            ev = super().load()
+            doc = ev.documents[0]
+            extra = Section(title="S2", paragraphs=(Paragraph("Alice adopted a cat. Thanks!"),
+                                                    Paragraph("Thanks!")))
+            docs = (type(doc)(doc_id=doc.doc_id, title=doc.title, sections=(*doc.sections, extra)),
+                    *ev.documents[1:])
+            return type(ev)(name=ev.name, documents=docs, queries=ev.queries, fingerprint="e" * 64,
+                            variant=ev.variant)
+
+    emb = HashEmbedder()
+    pipe = Pipeline(components(dataset=Repeated(), embedder=emb))
+    result = pipe.run()
+    # 7 searchable sentences, 5 distinct: "Alice adopted a cat." and "Thanks!" appear twice
+    assert result.counts["searchable_chunks"] == 7 and emb.calls[0] == 5
+    assert result.counts["embedded_texts"] == 5
+    assert result.metrics["cases/failed"] == 0
