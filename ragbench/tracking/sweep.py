@@ -54,7 +54,7 @@ def job_labels(run_names: dict[str, str]) -> dict[str, str]:
     (run names are ``#n key=value,key=value``; a value every job shares is noise in a comparison)."""
     parsed: dict[str, tuple[str, list[str]]] = {}
     for run_id, name in run_names.items():
-        num, _, rest = name.partition(" ")
+        num, _, rest = (name or "").partition(" ")
         parsed[run_id] = (num, split_overrides(rest))
     values: dict[str, set[str]] = {}
     shared_by = Counter(item for _, items in parsed.values() for item in set(items))
