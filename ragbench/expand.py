@@ -70,7 +70,8 @@ class ParentExpander:
         for cid in order:
             chunk = tree[cid]
             parts = self._parts(tree, chunk, triggers[cid])
-            text = chunk.text if parts == (cid,) else _render(tree, chunk, set(parts), _on_paths(tree, cid, parts))
+            whole = parts == (cid,)
+            text = chunk.text if whole else _render(tree, chunk, set(parts), _on_paths(tree, cid, parts))
             truncated = False
             if budget is not None:
                 if budget <= 0:
@@ -84,7 +85,7 @@ class ParentExpander:
             contexts.append(Context(
                 chunk_id=cid, text=text, title=" > ".join(chunk.heading), level=chunk.level,
                 hit_ids=tuple(triggers[cid]), truncated=truncated,
-                part_ids=() if parts == (cid,) else parts,
+                part_ids=() if whole else parts,
             ))
             if truncated:
                 break
