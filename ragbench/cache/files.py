@@ -27,9 +27,11 @@ def write_json_atomic(path: Path, value: Any, *, indent: int | None = None) -> N
         raise
 
 
-def json_sha256(value: Any) -> str:
-    """SHA-256 of the canonical JSON of ``value`` (equal before writing and after reading back)."""
-    blob = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+def json_sha256(value: Any, *, ascii: bool = False) -> str:
+    """SHA-256 of the canonical JSON of ``value``: the one key and content-hash function of every cache
+    (equal before writing and after reading back). ``ascii`` escapes non-ASCII text, as the stage cache's
+    keys always have (kept so that no stored entry changes its key)."""
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=ascii, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -4,7 +4,6 @@ Readers never see a half-written entry; a corrupt entry is rebuilt (read_write) 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -32,8 +31,7 @@ LOAD_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, A
 
 def make_key(parts: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``parts`` (which carry the upstream keys: a chain)."""
-    blob = json.dumps({"schema": SCHEMA, **parts}, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return json_sha256({"schema": SCHEMA, **parts}, ascii=True)
 
 
 class _Corrupt(Exception):

@@ -9,7 +9,6 @@ never part of the key or the stored value.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -39,14 +38,7 @@ def default_cache_dir() -> Path:
 
 def cache_key(kind: str, request: Mapping[str, Any]) -> str:
     """SHA-256 over the canonical JSON of the request (what makes the answer what it is)."""
-    payload = json.dumps(
-        {"schema": CACHE_SCHEMA, "kind": kind, "request": request},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=str,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return json_sha256({"schema": CACHE_SCHEMA, "kind": kind, "request": request})
 
 
 class ResponseCache:
