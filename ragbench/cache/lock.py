@@ -77,10 +77,13 @@ def hold(lock_path: Path, *, timeout_s: float, what: str) -> Iterator[None]:
         log.info("got the cache lock %s after %.1f s", lock_path, time.monotonic() - start)
     holder = holder_path(lock_path)
     try:
-        write_json_atomic(holder, {
-            "pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
-            "since_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "what": what,
-        })
+        try:
+            write_json_atomic(holder, {
+                "pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
+                "since_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "what": what,
+            })
+        except OSError as exc:  # the note only helps a waiting job name us; the lock itself is held
+            log.debug("cannot write the lock holder note %s: %s", holder, exc)
         yield
     finally:
         holder.unlink(missing_ok=True)
