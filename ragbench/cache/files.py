@@ -52,7 +52,7 @@ def payload_hashes(folder: Path) -> dict[str, str]:
 def payload_problem(folder: Path, expected: Any) -> str | None:
     """What is wrong with an entry folder's payload against its manifest's hashes, or None."""
     if not isinstance(expected, Mapping) or not expected:
-        return "its manifest holds no content hash (written by an older ragbench, or edited)"
+        return "its manifest's content hash is not a mapping of files to hashes"
     for name, want in sorted(expected.items()):
         path = folder / str(name)
         if not path.is_file():

@@ -38,6 +38,10 @@ class _Corrupt(Exception):
     """An entry failed its check; the reason names what is wrong."""
 
 
+class _Unhashed(Exception):
+    """An entry written before entries carried content hashes: sound, probably, but not verifiable."""
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -92,7 +96,11 @@ class StageCache:
         target = self.dir / stage / key
         if not self.writes:  # read_only: no lock, no write
             if target.exists():
-                value = self._checked(stage, target, load)
+                try:
+                    value = self._checked(stage, target, load)
+                except _Unhashed:
+                    raise self._corrupt_error(stage, target, "it was written by an older ragbench, without a "
+                                              "content hash, so it cannot be verified") from None
                 self.hits[stage] += 1
                 return value, True
             self.misses[stage] += 1
@@ -104,6 +112,8 @@ class StageCache:
                     value = self._checked(stage, target, load)
                 except CacheCorruptError as exc:
                     log.warning("%s; rebuilding it", str(exc).split("\n")[0])
+                except _Unhashed:
+                    log.info("cache entry %s predates content hashes; rebuilding it once", target)
                 else:
                     self.hits[stage] += 1
                     return value, True
@@ -138,7 +148,9 @@ class StageCache:
             manifest = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
             if not isinstance(manifest, dict):
                 raise _Corrupt(f"its manifest is a JSON {type(manifest).__name__}, not an object")
-            problem = payload_problem(target, manifest.get("content_sha256"))
+            if "content_sha256" not in manifest:
+                raise _Unhashed
+            problem = payload_problem(target, manifest["content_sha256"])
             if problem:
                 raise _Corrupt(problem)
             return load(target, manifest)

@@ -179,7 +179,7 @@ CORRUPTIONS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("vectors", "manifest deleted", lambda p: (p / "manifest.json").unlink()),
     ("vectors", "manifest truncated", _truncate("manifest.json")),
     ("vectors", "manifest a JSON list", _write("manifest.json", b"[1, 2]")),
-    ("vectors", "manifest without content hash", _edit_manifest(_drop_hash)),
+    ("vectors", "content hash not a mapping", _edit_manifest(lambda m: {**m, "content_sha256": "abc"})),
     ("vectors", "content hash of the wrong file", _edit_manifest(
         lambda m: {**m, "content_sha256": {**m["content_sha256"], "vectors.npy": hashlib.sha256(b"x").hexdigest()}})),
     ("vectors", "entry folder replaced by a file", _replace_by_file),
@@ -259,3 +259,20 @@ def test_old_record_of_the_right_shape_is_still_served(tmp_path):
     path.parent.mkdir(parents=True)
     _record(answer_record(ANSWER), sha=False)(path)
     assert StageCache(dir=str(root), mode="read_only").get_record("answers", KEY, parse=answer_from) == ANSWER
+
+
+def test_an_entry_from_before_content_hashes_is_rebuilt_once_or_refused(tmp_path, caplog):
+    root = tmp_path / "cache"
+    ENTRIES["vectors"].create(root)
+    _edit_manifest(_drop_hash)(root / "index" / KEY)
+    before = _snapshot(root)
+    with pytest.raises(CacheCorruptError, match=r"written by an older ragbench, without a content hash"):
+        _vectors_read(root, "read_only")  # cannot be verified: refused, nothing written
+    assert _snapshot(root) == before
+    cache = StageCache(dir=str(root))
+    with caplog.at_level(logging.INFO):
+        value, hit = cache.folder("index", KEY, {}, build=lambda: (IDS, VECTORS), save=save_vectors,
+                                  load=lambda f, m: load_vectors(f))
+    assert not hit and "predates content hashes; rebuilding it once" in caplog.text
+    assert "cache/index/corrupt" not in cache.counters()  # an upgrade, not damage
+    assert _vectors_read(root, "read_only") == (ENTRIES["vectors"].expected, True)
