@@ -106,7 +106,7 @@ class StageCache:
             self.misses[stage] += 1
             return build(), False
         stage_dir = self._stage_dir(stage)
-        with hold(stage_dir / f"{key}.lock", timeout_s=self.lock_timeout_s, what=f"building {stage} entry {key}"):
+        with hold(stage_dir / f"{key}.lock", timeout_s=self.lock_timeout_s, what=f"building or loading {stage} entry {key}"):
             if self.reads and target.exists():
                 try:
                     value = self._checked(stage, target, load)
