@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragbench.cache.entries import answer_from, answer_record
+from ragbench.cache.entries import answer_from, answer_record, verdict_from
 from ragbench.cache.store import StageCache, make_key
+from ragbench.errors import CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
 from ragbench.expand import count_tokens
 from ragbench.judge.retrieval import retrieval_scores
@@ -76,10 +77,8 @@ class CaseRunner:
             answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
                                    "question": query.text, "type": query.question_type,
                                    "contexts": [[x.title, x.text] for x in contexts]})
-            record = self.cache.get_record("answers", answer_key)
-            if record is not None:
-                answer = answer_from(record)
-            else:
+            answer = self.cache.get_record("answers", answer_key, parse=answer_from)
+            if answer is None:
                 answer = c.generator.answer(query, contexts)
                 self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
                                                               "qid": query.qid}, answer_record(answer))
@@ -94,6 +93,8 @@ class CaseRunner:
             for judge in c.judges.values():
                 scores.update(self.verdict(judge, query, contexts, answer, answer_key))
             latency["judge"] = time.perf_counter() - t
+        except CacheCorruptError:
+            raise  # a corrupt entry under cache.mode=read_only stops the job: no case is scored from it
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
             log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
             return CaseResult(
@@ -111,9 +112,9 @@ class CaseRunner:
             return judge.judge(query, contexts, answer)
         key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
                         "gold": list(query.answers), "answerable": query.answerable})
-        record = self.cache.get_record("verdicts", key)
-        if record is not None:
-            return {k: float(v) for k, v in record.items()}
+        cached = self.cache.get_record("verdicts", key, parse=verdict_from)
+        if cached is not None:
+            return cached
         scores = judge.judge(query, contexts, answer)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
             self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid}, scores)

@@ -60,3 +60,11 @@ class LLMError(RagbenchError):
 
 class CacheError(RagbenchError):
     """The stage cache is misconfigured or an entry is unreadable."""
+
+
+class CacheLockTimeout(CacheError):
+    """Another process held a cache entry's lock for longer than ``cache.lock_timeout_s``."""
+
+
+class CacheCorruptError(CacheError):
+    """A cache entry failed its content check and the cache may not rebuild it (``cache.mode=read_only``)."""

@@ -113,9 +113,11 @@ class Pipeline:
         emb = self.c.embedder
         assert emb is not None
         parents = getattr(emb, "parent_vectors", "none")
+        libraries = library_versions()
         expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
-                    "parent_vectors": parents, "libraries": library_versions()}
-        key = make_key({"stage": "index", "chunks": chunks_key, "embedder": emb.identity})
+                    "parent_vectors": parents, "libraries": libraries}
+        # library versions in the key: after `pip install -U numpy` the vectors are rebuilt, not refused
+        key = make_key({"stage": "index", "chunks": chunks_key, "embedder": emb.identity, "libraries": libraries})
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -149,7 +151,8 @@ class Pipeline:
     def _query_vectors(self, texts: list[str]) -> np.ndarray:
         emb = self.c.embedder
         assert emb is not None
-        key = make_key({"stage": "query_vectors", "embedder": emb.identity, "queries": texts_digest(texts)})
+        key = make_key({"stage": "query_vectors", "embedder": emb.identity, "queries": texts_digest(texts),
+                        "libraries": library_versions()})
         value, _ = self.cache.folder(
             "query_vectors", key, {"embedder": emb.identity, "count": len(texts)},
             build=lambda: ([str(i) for i in range(len(texts))],

@@ -37,7 +37,14 @@ def save_vectors(value: tuple[list[str], np.ndarray], folder: Path) -> None:
 
 
 def load_vectors(folder: Path) -> tuple[list[str], np.ndarray]:
-    return json.loads((folder / "ids.json").read_text()), np.load(folder / "vectors.npy")
+    """Ids and their vectors; ValueError when they do not fit together (one 2-D row per id)."""
+    ids = json.loads((folder / "ids.json").read_text())
+    vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError("ids.json is not a list of chunk ids")
+    if vectors.ndim != 2 or vectors.shape[0] != len(ids):
+        raise ValueError(f"vectors.npy has shape {vectors.shape} for {len(ids)} ids")
+    return ids, vectors
 
 
 def check_index(manifest: Mapping[str, Any], expected: Mapping[str, Any], folder: Path) -> None:
@@ -61,8 +68,17 @@ def save_hits(value: list[list[Hit]], folder: Path) -> None:
 
 
 def load_hits(folder: Path) -> list[list[Hit]]:
+    """Each query's hits; ValueError when a row is not a list of [chunk id, score] pairs."""
     rows = json.loads((folder / "hits.json").read_text())
-    return [[Hit(chunk_id=c, score=float(s), rank=r + 1) for r, (c, s) in enumerate(hits)] for hits in rows]
+    out = []
+    for hits in _list(rows, "hits.json"):
+        row = []
+        for r, pair in enumerate(_list(hits, "a hits.json row")):
+            chunk_id, score = _list(pair, "a hit")
+            row.append(Hit(chunk_id=_str(chunk_id, "a hit's chunk id"), score=_number(score, "a hit's score"),
+                           rank=r + 1))
+        out.append(row)
+    return out
 
 
 def answer_record(answer: Answer) -> dict[str, Any]:
@@ -73,13 +89,49 @@ def answer_record(answer: Answer) -> dict[str, Any]:
                       "cost_usd": u.cost_usd}}
 
 
-def answer_from(record: Mapping[str, Any]) -> Answer:
-    """A cached answer: same text and usage, marked cached (its latency is the original one)."""
+def answer_from(record: Any) -> Answer:
+    """A cached answer: same text and usage, marked cached (its latency is the original one). A record
+    of another shape raises ValueError/KeyError/TypeError: the cache counts it as corrupt."""
     u = record["usage"]
-    return Answer(text=record["text"], model=record["model"], latency_s=float(record["latency_s"]),
-                  citations=tuple(record["citations"]),
-                  usage=Usage(prompt_tokens=int(u["prompt_tokens"]), completion_tokens=int(u["completion_tokens"]),
-                              cost_usd=float(u["cost_usd"]), cached=True))
+    return Answer(text=_str(record["text"], "text"), model=_str(record["model"], "model"),
+                  latency_s=_number(record["latency_s"], "latency_s"),
+                  citations=tuple(_int(n, "a citation") for n in _list(record["citations"], "citations")),
+                  usage=Usage(prompt_tokens=_int(u["prompt_tokens"], "prompt_tokens"),
+                              completion_tokens=_int(u["completion_tokens"], "completion_tokens"),
+                              cost_usd=_number(u["cost_usd"], "cost_usd"), cached=True))
+
+
+def verdict_from(record: Any) -> dict[str, float]:
+    """A cached verdict: a mapping of score names to numbers (ValueError/TypeError otherwise)."""
+    if not isinstance(record, dict):
+        raise TypeError(f"a verdict is a JSON object of scores, not {type(record).__name__}")
+    return {_str(k, "a score name"): _number(v, f"score {k}") for k, v in record.items()}
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"{what} is a {type(value).__name__}, not a list")
+    return value
+
+
+def _str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} is a {type(value).__name__}, not an integer")
+    return value
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} is a {type(value).__name__}, not a number")
+    return float(value)
 
 
 def texts_digest(texts: Sequence[str]) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ragbench.cache.store import MANIFEST
+from ragbench.cache.files import MANIFEST
+from ragbench.cache.lock import HOLDER_SUFFIX
 from ragbench.errors import CacheError
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
@@ -130,6 +131,13 @@ def _leftovers(stage_dir: Path, cutoff: float, dry_run: bool) -> int:
             count += 1
             if not dry_run:
                 shutil.rmtree(child, ignore_errors=True)
+        elif child.is_file() and name.endswith(".lock" + HOLDER_SUFFIX) and _KEY.match(name.split(".", 1)[0]):
+            lock_file = stage_dir / name[: -len(HOLDER_SUFFIX)]
+            if child.stat().st_mtime > cutoff or (lock_file.exists() and _held(lock_file)):
+                continue
+            count += 1  # the holder note of a job killed while it held the lock
+            if not dry_run:
+                child.unlink(missing_ok=True)
         elif child.is_file() and name.endswith(".lock") and _KEY.match(name[:-5]):
             if (stage_dir / name[:-5]).exists() or child.stat().st_mtime > cutoff:
                 continue

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ragbench.cache.mode import CacheMode
 from ragbench.errors import ConfigError
 from ragbench.llm.cache import ResponseCache, cache_key, default_cache_dir
 from ragbench.llm.errors import LLMResponseError, classify, fix_for, redact
@@ -63,7 +64,7 @@ class LLMClient:
         backoff_s: float = 1.0,
         max_concurrency: int = 8,
         cache_dir: str | Path | None = None,
-        use_cache: bool = True,
+        use_cache: bool | str = True,
         role: str = "llm",
     ) -> None:
         if not model or not isinstance(model, str):
@@ -87,8 +88,10 @@ class LLMClient:
         self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
         self.max_concurrency = max_concurrency
         self.role = role
+        mode = CacheMode.parse(use_cache, key=f"{role}.use_cache")  # True/False or a cache.mode name
         self.cache = (
-            ResponseCache(Path(cache_dir) if cache_dir else default_cache_dir()) if use_cache else None
+            ResponseCache(Path(cache_dir) if cache_dir else default_cache_dir(), mode)
+            if mode is not CacheMode.OFF else None
         )
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._stats_lock = threading.Lock()

@@ -138,14 +138,18 @@ def test_prune_clears_leftovers_of_killed_jobs_but_not_a_running_build(store):
     orphan_lock.touch()
     tmp_record = store / "answers" / KEYS["d"][:2] / ".tmp-half"
     tmp_record.write_text("{")
+    dead_holder = idx / f"{'e' * 64}.lock.holder"  # the holder note of a job killed while holding its lock
+    dead_holder.write_text("{}")
+    live_holder = idx / f"{KEYS['a']}.lock.holder"
+    live_holder.write_text("{}")
     old = time.time() - DAY
-    for p in (dead, running, orphan_lock, tmp_record):
+    for p in (dead, running, orphan_lock, tmp_record, dead_holder, live_holder):
         os.utime(p, (old, old))
     with FileLock(str(idx / f"{KEYS['a']}.lock")):
         res = cli.prune(store, older_than_s=3600)
-    assert res.leftovers == 3
-    assert not dead.exists() and not orphan_lock.exists() and not tmp_record.exists()
-    assert running.exists()
+    assert res.leftovers == 4
+    assert not dead.exists() and not orphan_lock.exists() and not tmp_record.exists() and not dead_holder.exists()
+    assert running.exists() and live_holder.exists()
 
 
 def test_main_info_and_prune_messages(store, capsys, caplog):
