@@ -24,9 +24,22 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+_MD_HEAD = re.compile(r"^#\s+", flags=re.MULTILINE)
+
+
 def _md_title(text: str) -> str | None:
-    m = re.search(r"^#\s+(.+?)\s*#*\s*$", text, flags=re.MULTILINE)
-    return m.group(1) if m else None
+    """Title of the first ``# heading``: what r"^#\s+(.+?)\s*#*\s*$" (MULTILINE) captures, in linear time
+    (that pattern backtracks cubically over a long run of spaces)."""
+    m = _MD_HEAD.search(text)
+    if not m:
+        return None
+    pos = m.end()
+    if pos < len(text):  # the greedy \s+ stopped at a non-space: the title is the rest of that line
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        return line[: max(1, len(line.rstrip().rstrip("#").rstrip()))]
+    tail = text[m.start() + 1:]  # "#" and only whitespace to the end: the last non-newline character
+    return next((tail[j] for j in range(len(tail) - 1, 0, -1) if tail[j] != "\n"), None)
 
 
 class CustomAdapter(BaseAdapter):
