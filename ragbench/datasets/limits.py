@@ -29,7 +29,7 @@ class TooLarge(Exception):
 
     def __init__(self, what: str, size: int, key: str, limit_mb: float) -> None:
         self.what, self.size, self.key, self.limit_mb = what, size, key, limit_mb
-        super().__init__(f"{what} is {size / MB:.1f} MB, over dataset.{key}={limit_mb:g}")
+        super().__init__(f"{what} is {size / MB:.3g} MB, over dataset.{key}={limit_mb:g}")
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def too_large(exc: TooLarge, *, dataset: str, file: str, record: str | None = No
     """The named error of a limit: what, how big, the key, and the fix (raise the key)."""
     need = math.ceil(exc.size / MB) + 1
     return DatasetError(
-        f"{exc.what} is {exc.size / MB:.1f} MB, over the limit dataset.{exc.key}={exc.limit_mb:g}",
+        f"{exc.what} is {exc.size / MB:.3g} MB, over the limit dataset.{exc.key}={exc.limit_mb:g}",
         dataset=dataset, file=file, record=record,
         fix=f"if you trust this file, raise the limit (dataset.{exc.key}={need}); otherwise remove the file",
     )
