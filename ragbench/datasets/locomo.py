@@ -14,8 +14,8 @@ log = logging.getLogger(__name__)
 FILE = "data/locomo10.json"
 
 # Category table, version 1. The LoCoMo paper lists the types in a different order than the numbers
-# in the released file; this mapping is the one derived from the data itself (and used by the Mem0
-# and Zep evaluations): category 4 holds the single-session factual questions (the largest group),
+# in the released file; this mapping is the one derived from the data itself and the one of the official
+# LoCoMo evaluation code (snap-research/locomo task_eval/): category 4 holds the single-session factual questions (the largest group),
 # 1 questions that join several sessions, 2 dates and durations, 3 world-knowledge inferences.
 CATEGORY_TABLE_VERSION = "v1"
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}

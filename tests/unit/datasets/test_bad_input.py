@@ -144,6 +144,13 @@ def fb_pdfs(root: Path) -> None:
     (root / "pdfs").mkdir()
 
 
+def custom_pdf(root: Path) -> None:
+    from tests.unit.datasets.conftest import make_pdf
+
+    custom_folder(root)
+    (root / "report.pdf").write_bytes(make_pdf(["Revenue grew by 12 percent in 2023. " * 20]))
+
+
 # ------------------------------------------------------------------ the table
 # (case id, dataset, corrupt(root) or None for the bundled sample, adapter kwargs, expected outcome)
 CASES: list[tuple[str, str, Callable[[Path], None] | None, dict[str, Any], Error | Counted]] = [
@@ -227,6 +234,8 @@ CASES: list[tuple[str, str, Callable[[Path], None] | None, dict[str, Any], Error
     ("syllabusqa-docx-bomb", "syllabusqa", syllabus_bomb,
      {"syllabus_format": "word", "max_decompressed_mb": 1},
      Error(DatasetError, "over the limit dataset.max_decompressed_mb=1", "raise the limit (dataset.max_decompressed_mb=4)")),
+    ("syllabusqa-docx-text-too-large", "syllabusqa", None, {"syllabus_format": "word", "max_document_mb": 0.001},
+     Error(DatasetError, "the text of the .docx is", "raise the limit (dataset.max_document_mb=")),
     ("syllabusqa-document-too-large", "syllabusqa", None, {"max_document_mb": 0.001},
      Error(DatasetError, "over the limit dataset.max_document_mb=0.001", "raise the limit (dataset.max_document_mb=")),
     ("syllabusqa-json-nan", "syllabusqa", edit_text("data/dataset_split/test.json", lambda t: t.replace("null", "NaN", 1)),
@@ -290,6 +299,10 @@ CASES: list[tuple[str, str, Callable[[Path], None] | None, dict[str, Any], Error
      lambda root: (custom_folder(root), (root / "big.txt").write_text("word " * 2_000)), {"max_document_mb": 0.005},
      Error(DatasetError, "the document file is 0.01 MB, over the limit dataset.max_document_mb=0.005",
            "raise the limit (dataset.max_document_mb=2)")),
+    ("custom-pdf-text-too-large", "custom", custom_pdf, {"max_document_mb": 0.0005},
+     Error(DatasetError, "the text of the .pdf is 0.000719 MB", "raise the limit (dataset.max_document_mb=2)")),
+    ("custom-pdf-file-over-decompressed-limit", "custom", custom_pdf, {"max_decompressed_mb": 0.0001},
+     Error(DatasetError, "the .pdf file is 0.00131 MB", "raise the limit (dataset.max_decompressed_mb=2)")),
     ("custom-easyrag-empty-reference", "custom",
      lambda root: (custom_folder(root), (root / "eval.json").write_text(json.dumps(
          [{"id": 1, "question": "q?", "reference_answer": "", "answerable": True, "evidence": []}]))),

@@ -125,3 +125,11 @@ def test_missing_category_names_the_record(tmp_path):
     (tmp_path / FILE).write_text(json.dumps(data), encoding="utf-8")
     err = _error(tmp_path)
     assert err.field == "category" and err.record == "#1 (conv-30) qa[5]"
+
+
+def test_evidence_counters_cover_only_the_questions_kept():
+    kept = LocomoAdapter(name="locomo").load()
+    assert kept.stats["qa_adversarial_excluded"] > 0
+    assert kept.stats["evidence_ids"] == sum(len(q.evidence) for q in kept.queries) == 309
+    everything = LocomoAdapter(name="locomo", include_adversarial=True).load()
+    assert everything.stats["evidence_ids"] == sum(len(q.evidence) for q in everything.queries) == 382
