@@ -43,3 +43,22 @@ def test_num_docs_over_the_dataset_warns_with_the_real_count(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "dataset.num_docs=50 but the dataset has only 3 documents; using all 3" in out, out
+
+
+def test_dataset_counters_reach_mlflow(tmp_path):
+    """Counted handlings are logged as dataset/* metrics of the job (the existing dataset-stats path)."""
+    import json
+
+    from tests.fixtures.jobs import run_job
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "ferry.md").write_text("# Ferry\n\nThe ferry leaves the north pier at 7:15.\n", encoding="utf-8")
+    rows = [{"id": "a", "question": "When does the ferry leave?", "answers": ["7:15"]},
+            {"id": "b", "question": "  ", "answers": ["never"]}]
+    (kb / "qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    run, _ = run_job(["dataset=custom", f"dataset.path={kb}", "retrieval=bm25",
+                      f"cache.dir={tmp_path / 'cache'}"], tmp_path)
+    metrics = run.data.metrics
+    assert metrics["dataset/qa_dropped_empty_question"] == 1.0
+    assert metrics["dataset/qa_dropped_no_gold"] == 0.0

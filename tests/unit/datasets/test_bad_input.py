@@ -307,6 +307,8 @@ CASES: list[tuple[str, str, Callable[[Path], None] | None, dict[str, Any], Error
      lambda root: (custom_folder(root), (root / "eval.json").write_text(json.dumps(
          [{"id": 1, "question": "q?", "reference_answer": "", "answerable": True, "evidence": []}]))),
      {"qa_file": "eval.json"}, Error(DatasetError, "needs a non-empty reference_answer", '"answerable": false')),
+    ("custom-doc-id-outside-the-corpus", "custom", qa_rows({**GOOD, "doc_ids": ["../../etc/passwd"]}), {},
+     Error(DatasetError, "no document '../../etc/passwd' in the corpus", "name a file below")),
     ("custom-path-missing", "custom", None, {"path": "/nonexistent/kb"},
      Error(DatasetError, "dataset.path does not exist", "create that folder")),
     ("custom-path-null", "custom", None, {"path": None}, Error(DatasetError, "needs dataset.path", "dataset.path=")),
