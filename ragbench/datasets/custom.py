@@ -9,7 +9,7 @@ from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader
 from ragbench.datasets.customqa import RawQA, parse_easyrag, parse_jsonl
-from ragbench.datasets.filetext import TEXT_ENCODINGS, UnreadableDocument, decode_text, pdf_pages
+from ragbench.datasets.filetext import TEXT_ENCODINGS, UnreadableDocument, decode_text
 from ragbench.errors import ConfigError, DatasetError
 from ragbench.types import Document, Evidence, Paragraph, Query, Section
 
@@ -24,9 +24,22 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
+_MD_HEAD = re.compile(r"^#\s+", flags=re.MULTILINE)
+
+
 def _md_title(text: str) -> str | None:
-    m = re.search(r"^#\s+(.+?)\s*#*\s*$", text, flags=re.MULTILINE)
-    return m.group(1) if m else None
+    r"""Title of the first ``# heading``: what r"^#\s+(.+?)\s*#*\s*$" (MULTILINE) captures, in linear time
+    (that pattern backtracks cubically over a long run of spaces)."""
+    m = _MD_HEAD.search(text)
+    if not m:
+        return None
+    pos = m.end()
+    if pos < len(text):  # the greedy \s+ stopped at a non-space: the title is the rest of that line
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        return line[: max(1, len(line.rstrip().rstrip("#").rstrip()))]
+    tail = text[m.start() + 1:]  # "#" and only whitespace to the end: the last non-newline character
+    return next((tail[j] for j in range(len(tail) - 1, 0, -1) if tail[j] != "\n"), None)
 
 
 class CustomAdapter(BaseAdapter):
@@ -35,7 +48,11 @@ class CustomAdapter(BaseAdapter):
 
     Document names in the QA file may be the relative path, the file name or the stem. Quotes without
     a document are located in the corpus (exact normalised text) to fill the question's doc_ids.
+    Question ids must be unique (a line without ``id`` is numbered ``q<line>``).
     """
+
+    doc_id_field = "file path below docs_dir"
+    qid_field = "id"
 
     def __init__(
         self,
@@ -84,7 +101,7 @@ class CustomAdapter(BaseAdapter):
             rel = p.relative_to(reader.root).as_posix()
             if p.suffix.lower() == ".pdf":
                 try:
-                    pages = pdf_pages(reader.read_bytes(rel))
+                    pages = reader.pdf_pages(rel)
                 except UnreadableDocument as exc:
                     stats["pdf_unreadable"] += 1
                     unreadable.add(doc_id)
@@ -99,7 +116,7 @@ class CustomAdapter(BaseAdapter):
                     continue
                 docs.append(Document(doc_id=doc_id, title=p.stem, sections=sections, meta={"file": rel}))
                 continue
-            data = reader.read_bytes(rel)
+            data = reader.read_document(rel)
             try:
                 text, _ = decode_text(data, encoding=self.text_encoding)
             except UnicodeDecodeError as exc:
@@ -142,6 +159,7 @@ class CustomAdapter(BaseAdapter):
                  "qa_without_evidence": 0}
         docs, unreadable = self._documents(reader, stats)
         file, raw = self._questions(reader)
+        self.id_files = {"document": str(reader.root / self.docs_dir), "question": file}
         names: dict[str, set[str]] = {}
         for d in docs:
             for key in {d.doc_id, d.doc_id.rsplit("/", 1)[-1], Path(d.doc_id).stem}:

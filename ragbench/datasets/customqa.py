@@ -73,6 +73,12 @@ def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[
         answerable = row.get("answerable", True)
         if not isinstance(answerable, bool):
             check(row, "answerable", where, (bool,))
+        if answerable and not any(str(a).strip() for a in answers):
+            # a blank gold would score a refusal ("Not mentioned") as F1 1.0
+            raise DatasetError("an answerable question needs a non-empty gold answer", dataset=dataset, file=file,
+                               record=where, field="answers",
+                               fix='write "answers": ["..."], or "answerable": false for a question the '
+                               "documents cannot answer")
         evidence: list[RawEvidence] = []
         for ei, item in enumerate(row.get("evidence") or []):
             ewhere = f"{where} evidence[{ei}]"
@@ -120,6 +126,10 @@ def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:
         answer = row.get("reference_answer")
         if answerable:
             answer = check(row, "reference_answer", where, (str, int, float))
+            if not str(answer).strip():
+                raise DatasetError("an answerable question needs a non-empty reference_answer", dataset=dataset,
+                                   file=file, record=where, field="reference_answer",
+                                   fix='write the gold answer, or "answerable": false')
         elif answer is not None and not isinstance(answer, str | int | float):
             check(row, "reference_answer", where, (str,))
         evidence: list[RawEvidence] = []

@@ -9,6 +9,8 @@ import zipfile
 import zlib
 from xml.etree.ElementTree import ParseError
 
+from ragbench.datasets.limits import Limits
+
 TEXT_ENCODINGS = ("auto", "utf-8", "mac_roman", "cp1252", "latin-1")
 
 # What python-docx and pypdf raise on damaged files (they have no single base class). Catching these
@@ -49,9 +51,15 @@ def paragraphs_of_text(text: str) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-def docx_text(data: bytes) -> str:
+def docx_text(data: bytes, limits: Limits | None = None) -> str:
     """Body of a .docx in reading order: paragraphs (``Heading N`` styles as Markdown headings) and
-    table rows (cells joined by `` | ``), separated by blank lines."""
+    table rows (cells joined by `` | ``), separated by blank lines.
+
+    With ``limits``, a .docx whose members declare more than ``max_decompressed_mb`` is refused (``TooLarge``)
+    before anything is unpacked, and so is a text over ``max_document_mb``.
+    """
+    if limits is not None:
+        limits.check_zip(data)
     import docx
     from docx.table import Table
     from docx.text.paragraph import Paragraph as DocxParagraph
@@ -77,11 +85,18 @@ def docx_text(data: bytes) -> str:
                         blocks.append(" | ".join(cells))
     except DOCX_ERRORS as exc:
         raise UnreadableDocument(f"{type(exc).__name__}: {exc}") from exc
-    return "\n\n".join(blocks)
+    text = "\n\n".join(blocks)
+    if limits is not None:
+        limits.check_document("the text of the .docx", len(text))
+    return text
 
 
-def pdf_pages(data: bytes) -> list[str]:
-    """Text of every page of a PDF (pypdf), in page order; empty strings for pages without text."""
+def pdf_pages(data: bytes, limits: Limits | None = None) -> list[str]:
+    """Text of every page of a PDF (pypdf), in page order; empty strings for pages without text.
+
+    With ``limits``, reading stops with ``TooLarge`` as soon as the decoded page contents pass
+    ``max_decompressed_mb`` or the text passes ``max_document_mb`` (pypdf bounds each stream itself).
+    """
     from pypdf import PdfReader
 
     errors = _pdf_errors()
@@ -89,6 +104,17 @@ def pdf_pages(data: bytes) -> list[str]:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise UnreadableDocument("the PDF is encrypted with a password")
-        return [(page.extract_text() or "").strip() for page in reader.pages]
+        pages: list[str] = []
+        decoded = chars = 0
+        for page in reader.pages:
+            if limits is not None:
+                contents = page.get_contents()
+                decoded += len(contents.get_data()) if contents is not None else 0
+                limits.check_expansion("the decoded page contents of the .pdf", decoded)
+            pages.append((page.extract_text() or "").strip())
+            chars += len(pages[-1])
+            if limits is not None:
+                limits.check_document("the text of the .pdf", chars)
+        return pages
     except errors as exc:
         raise UnreadableDocument(f"{type(exc).__name__}: {exc}") from exc

@@ -6,7 +6,8 @@ import logging
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
-from ragbench.datasets.filetext import UnreadableDocument, pdf_pages
+from ragbench.datasets.checks import unique_ids
+from ragbench.datasets.filetext import UnreadableDocument
 from ragbench.errors import ConfigError, DatasetError
 from ragbench.types import Document, Evidence, Paragraph, Query, Section
 
@@ -39,8 +40,11 @@ class FinanceBenchAdapter(BaseAdapter):
     page index, as ``evidence_page_num``); ``pages_only`` builds each filing from the distinct
     ``evidence_text_full_page`` of its questions (tagged: it inflates retrieval scores); ``auto``
     picks ``pdfs`` when the folder exists. Unreadable or missing PDFs are skipped and counted, and
-    their questions with them.
+    their questions with them. A ``doc_name`` may only name a PDF below ``dataset.path``.
     """
+
+    doc_id_field = "doc_name"
+    qid_field = "financebench_id"
 
     def __init__(self, *, corpus: str = "auto", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -74,13 +78,14 @@ class FinanceBenchAdapter(BaseAdapter):
 
     def _pdf_document(self, reader: FileReader, name: str, meta: dict[str, Any],
                       stats: dict[str, int]) -> Document | None:
-        rel = f"{PDF_DIR}/{name}.pdf"
+        rel = reader.referenced(f"{PDF_DIR}/{name}.pdf", file=str(reader.root / DOCUMENTS),
+                                record=f"doc_name {name!r}", field="doc_name")
         if not (reader.root / rel).is_file():
             stats["pdf_missing"] += 1
             log.warning("financebench: %s is missing; its questions are skipped (counted)", reader.root / rel)
             return None
         try:
-            pages = pdf_pages(reader.read_bytes(rel))
+            pages = reader.pdf_pages(rel)
         except UnreadableDocument as exc:
             stats["pdf_unreadable"] += 1
             log.warning("financebench: skipping unreadable PDF %s (%s)", reader.root / rel, exc)
@@ -101,11 +106,15 @@ class FinanceBenchAdapter(BaseAdapter):
         stats = {"questions": 0, "evidence_items": 0, "qa_without_evidence": 0, "pdf_pages": 0,
                  "pdf_pages_empty": 0, "pdf_missing": 0, "pdf_unreadable": 0, "qa_skipped_no_document": 0,
                  "evidence_page_out_of_range": 0, "pages_conflicting_text": 0}
+        self.id_files = {"document": dfile, "question": qfile}
         info: dict[str, dict[str, Any]] = {}
-        for n, row in enumerate(reader.read_jsonl(DOCUMENTS), start=1):
+        doc_rows = reader.read_jsonl(DOCUMENTS)
+        for n, row in enumerate(doc_rows, start=1):
             name = require(row, "doc_name", dataset=self.name, file=dfile, where=f"line {n}", types=(str,))
             info[name] = {k: row[k] for k in ("company", "gics_sector", "doc_type", "doc_period", "doc_link")
                           if k in row}
+        unique_ids("document", [str(r["doc_name"]) for r in doc_rows], dataset=self.name, file=dfile,
+                   field="doc_name", fix=f"list each filing once in {DOCUMENTS} (re-download the file)")
         rows = reader.read_jsonl(QUESTIONS)
         pages: dict[str, dict[int, str]] = {}
         parsed = []
@@ -127,6 +136,12 @@ class FinanceBenchAdapter(BaseAdapter):
                 ewhere = f"{where} evidence[{ei}]"
                 require(ev, "evidence_text", dataset=self.name, file=qfile, where=ewhere, types=(str,))
                 page = require(ev, "evidence_page_num", dataset=self.name, file=qfile, where=ewhere, types=(int,))
+                if isinstance(page, bool) or page < 0:
+                    raise DatasetError(
+                        f"evidence_page_num must be a page index >= 0, found {page!r}", dataset=self.name,
+                        file=qfile, record=ewhere, field="evidence_page_num",
+                        fix="use FinanceBench's zero-based page index of the filing",
+                    )
                 if mode == "pages_only":
                     full = require(ev, "evidence_text_full_page", dataset=self.name, file=qfile, where=ewhere,
                                    types=(str,))

@@ -14,34 +14,46 @@ log = logging.getLogger(__name__)
 FILE = "data/locomo10.json"
 
 # Category table, version 1. The LoCoMo paper lists the types in a different order than the numbers
-# in the released file; this mapping is the one derived from the data itself (and used by the Mem0
-# and Zep evaluations): category 4 holds the single-session factual questions (the largest group),
+# in the released file; this mapping is the one derived from the data itself and the one of the official
+# LoCoMo evaluation code (snap-research/locomo task_eval/): category 4 holds the single-session factual questions (the largest group),
 # 1 questions that join several sessions, 2 dates and durations, 3 world-knowledge inferences.
 CATEGORY_TABLE_VERSION = "v1"
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
 
 _ID = re.compile(r"D(\d+):(\d+)")
+_STRAY_COLON = re.compile(r"D:(\d+):(\d+)")  # "D:11:26" in the full file: plainly D11:26
 _SESSION = re.compile(r"session_(\d+)$")
 REFUSAL_GOLD = "Not mentioned"
 
 
-def parse_evidence_ids(raw: list[Any]) -> tuple[list[str], int]:
-    """Clean ``D<s>:<t>`` ids from LoCoMo's evidence list and the count of entries that hold none.
+def parse_evidence_ids(raw: list[Any]) -> tuple[list[str], int, int]:
+    """Clean ``D<s>:<t>`` ids from LoCoMo's evidence list, the count of entries that hold none, and the
+    count of ids recovered from ``D:<s>:<t>``.
 
     The full file has entries like ``"D8:6; D9:17"`` or ``"D9:1 D4:4"`` (several ids: all kept),
-    ``"D"`` and ``"D:11:26"`` (no parseable id: counted).
+    ``"D:11:26"`` (recovered as ``D11:26``, counted) and ``"D"`` (no parseable id: counted).
     """
     ids: list[str] = []
-    bad = 0
+    bad = recovered = 0
     for entry in raw:
-        found = _ID.findall(str(entry)) if isinstance(entry, str) else []
+        if isinstance(entry, str):
+            entry, n = _STRAY_COLON.subn(r"D\1:\2", entry)
+            recovered += n
+        found = _ID.findall(entry) if isinstance(entry, str) else []
         if not found:
             bad += 1
         for s, t in found:
             ident = f"D{int(s)}:{int(t)}"
             if ident not in ids:
                 ids.append(ident)
-    return ids, bad
+    return ids, bad, recovered
+
+
+def _turn(turn: Any, *, dataset: str, file: str, where: str) -> Paragraph:
+    """One dialogue turn as a paragraph; a turn must be an object with a string ``dia_id`` and ``text``."""
+    dia_id = require(turn, "dia_id", dataset=dataset, file=file, where=where, types=(str,))
+    require(turn, "text", dataset=dataset, file=file, where=where, types=(str,))
+    return Paragraph(text=_turn_text(turn), ref=dia_id, meta={"speaker": turn.get("speaker")})
 
 
 def _turn_text(turn: dict[str, Any]) -> str:
@@ -55,6 +67,9 @@ def _turn_text(turn: dict[str, Any]) -> str:
 class LocomoAdapter(BaseAdapter):
     """Reads ``data/locomo10.json``; category 5 (adversarial) is excluded unless ``include_adversarial``."""
 
+    doc_id_field = "sample_id"
+    qid_field = "sample_id (question ids are <sample_id>/q<index>)"
+
     def __init__(self, *, include_adversarial: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.include_adversarial = include_adversarial
@@ -67,8 +82,9 @@ class LocomoAdapter(BaseAdapter):
         file = str(reader.root / FILE)
         docs: list[Document] = []
         queries: list[Query] = []
+        self.id_files = {"document": file, "question": file}
         stats = {"evidence_unparseable": 0, "qa_without_evidence": 0, "qa_adversarial_excluded": 0,
-                 "evidence_ids": 0}
+                 "evidence_ids": 0, "evidence_ids_recovered": 0}
         for ci, conv in enumerate(data):
             where = f"#{ci}"
             sample_id = str(require(conv, "sample_id", dataset=self.name, file=file, where=where, types=(str,)))
@@ -79,14 +95,11 @@ class LocomoAdapter(BaseAdapter):
             )
             sections = []
             for n, key in sessions:
-                turns = body[key]
-                if not isinstance(turns, list):
-                    continue
+                turns = require(body, key, dataset=self.name, file=file, where=f"{where} conversation",
+                                types=(list,))
                 date = str(body.get(f"{key}_date_time", ""))
-                paras = tuple(
-                    Paragraph(text=_turn_text(t), ref=str(t.get("dia_id")), meta={"speaker": t.get("speaker")})
-                    for t in turns if isinstance(t, dict)
-                )
+                paras = tuple(_turn(t, dataset=self.name, file=file, where=f"{where} {key}[{ti}]")
+                              for ti, t in enumerate(turns))
                 title = f"Session {n}" + (f" (DATE: {date})" if date else "")
                 sections.append(Section(title=title, paragraphs=paras, ref=f"session_{n}", meta={"date": date}))
             title = f"Conversation {sample_id} between {body.get('speaker_a', '?')} and {body.get('speaker_b', '?')}"
@@ -97,15 +110,20 @@ class LocomoAdapter(BaseAdapter):
                 qwhere = f"{where} qa[{qi}]"
                 question = require(qa, "question", dataset=self.name, file=file, where=qwhere, types=(str,))
                 category = require(qa, "category", dataset=self.name, file=file, where=qwhere, types=(int,))
-                ids, bad = parse_evidence_ids(qa.get("evidence") or [])
-                stats["evidence_unparseable"] += bad
-                stats["evidence_ids"] += len(ids)
-                if not ids:
-                    stats["qa_without_evidence"] += 1
                 adversarial = category == 5
                 if adversarial and not self.include_adversarial:
                     stats["qa_adversarial_excluded"] += 1
                     continue
+                # evidence counters cover the questions kept (an excluded question's ids are not gold)
+                raw = qa.get("evidence") or []
+                if not isinstance(raw, list):
+                    require(qa, "evidence", dataset=self.name, file=file, where=qwhere, types=(list,))
+                ids, bad, recovered = parse_evidence_ids(raw)
+                stats["evidence_unparseable"] += bad
+                stats["evidence_ids_recovered"] += recovered
+                stats["evidence_ids"] += len(ids)
+                if not ids:
+                    stats["qa_without_evidence"] += 1
                 if adversarial:
                     answers: tuple[str, ...] = (REFUSAL_GOLD,)
                 else:

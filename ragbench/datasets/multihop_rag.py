@@ -35,7 +35,11 @@ class MultiHopRAGAdapter(BaseAdapter):
 
     Evidence items are matched to articles by URL, then by title; their ``fact`` sentences are text
     evidence. An evidence item naming no article of the corpus is an error (the two files disagree).
+    Articles repeating a URL (or, without a URL, a title) are kept once and counted (articles_duplicate).
     """
+
+    doc_id_field = "url (document ids hash it)"
+    qid_field = "row index"
 
     def _layout(self, reader: FileReader) -> str:
         for prefix in LAYOUTS:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, DatasetError
 from ragbench.types import Document, Evidence, Paragraph, Query, Section
+
+log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
 UNANSWERABLE = "Unanswerable"
@@ -29,7 +32,11 @@ def answer_of(annotation: dict[str, Any]) -> tuple[str, str]:
 
 class QasperAdapter(BaseAdapter):
     """Reads one split; question type = answer type of the first annotation (extractive,
-    abstractive, boolean, unanswerable); evidence = the annotated paragraphs (figure captions too)."""
+    abstractive, boolean, unanswerable); evidence = the annotated paragraphs (figure captions too).
+    Paper ids repeated in the file are refused when it is read (repeated JSON keys)."""
+
+    doc_id_field = "paper id"
+    qid_field = "question_id"
 
     def __init__(self, *, split: str = "train", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -46,7 +53,9 @@ class QasperAdapter(BaseAdapter):
         file = str(reader.root / rel)
         docs: list[Document] = []
         queries: list[Query] = []
-        stats = {"annotations": 0, "evidence_paragraphs": 0, "qa_without_evidence": 0}
+        self.id_files = {"document": file, "question": file}
+        stats = {"annotations": 0, "evidence_paragraphs": 0, "qa_without_evidence": 0,
+                 "qa_dropped_no_annotation": 0}
         for pid, paper in data.items():
             where = f"paper {pid}"
             title = str(require(paper, "title", dataset=self.name, file=file, where=where, types=(str,)))
@@ -59,7 +68,14 @@ class QasperAdapter(BaseAdapter):
                 paras = require(sec, "paragraphs", dataset=self.name, file=file,
                                 where=f"{where} full_text[{si}]", types=(list,))
                 name = str(sec.get("section_name") or f"Section {si + 1}")
-                paragraphs = tuple(Paragraph(text=str(p)) for p in paras if str(p).strip())
+                for pi, p in enumerate(paras):
+                    if not isinstance(p, str):  # str(None) would index the word "None"
+                        raise DatasetError(
+                            f"expected a paragraph string, found {type(p).__name__}", dataset=self.name,
+                            file=file, record=f"{where} full_text[{si}].paragraphs[{pi}]", field="paragraphs",
+                            fix="point dataset.path at the official, unmodified file",
+                        )
+                paragraphs = tuple(Paragraph(text=p) for p in paras if p.strip())
                 if paragraphs:
                     sections.append(Section(title=name, paragraphs=paragraphs))
             floats = [f for f in paper.get("figures_and_tables") or [] if isinstance(f, dict) and f.get("caption")]
@@ -82,14 +98,25 @@ class QasperAdapter(BaseAdapter):
                     kind, gold = answer_of(body)
                     types.append(kind)
                     golds.append(gold)
-                    for ev in body.get("evidence") or []:
-                        text = str(ev)
+                    raw = body.get("evidence") or []
+                    if not isinstance(raw, list):
+                        require(body, "evidence", dataset=self.name, file=file, where=f"{qwhere} answers[{ai}]",
+                                types=(list,))
+                    for ev in raw:
+                        if not isinstance(ev, str):
+                            raise DatasetError(
+                                f"expected an evidence string, found {type(ev).__name__}", dataset=self.name,
+                                file=file, record=f"{qwhere} answers[{ai}]", field="evidence",
+                                fix="point dataset.path at the official, unmodified file",
+                            )
+                        text = ev
                         text = text.removeprefix(FLOAT_PREFIX)
                         if text.strip() and text not in evidence:
                             evidence.append(text)
                 stats["annotations"] += len(annotations)
                 stats["evidence_paragraphs"] += len(evidence)
-                if not annotations:
+                if not annotations:  # nothing to score against: dropped, counted and logged
+                    stats["qa_dropped_no_annotation"] += 1
                     continue
                 if not evidence:
                     stats["qa_without_evidence"] += 1
@@ -103,4 +130,7 @@ class QasperAdapter(BaseAdapter):
                     doc_ids=(pid,),
                     meta={"answer_types": ",".join(types)},
                 ))
+        if stats["qa_dropped_no_annotation"]:
+            log.warning("qasper: %d questions without annotations dropped (dataset/qa_dropped_no_annotation)",
+                        stats["qa_dropped_no_annotation"])
         return docs, queries, stats

@@ -15,6 +15,7 @@ Seeded and deterministic; kept documents and questions stay in their original or
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -22,14 +23,34 @@ from collections.abc import Sequence
 from ragbench.errors import ConfigError
 from ragbench.types import Document, Query
 
+log = logging.getLogger(__name__)
+
 
 def _check(key: str, value: int | None) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"dataset.{key} must be a whole number or null, got {value!r}")
+        raise ConfigError(f"dataset.{key} must be a whole number >= 1 or null (all), got {value!r}")
     if value < 1:
         raise ConfigError(f"dataset.{key} must be >= 1 (or null for all), got {value}")
+
+
+def check_spec(*, num_docs: int | None, sample_size: int | None, stratify: bool, seed: int) -> None:
+    """The sampling keys checked when the adapter is built (before MLflow starts), with their ranges.
+
+    A seed must be a whole number: ``seed=nan`` or ``1.5`` would seed ``random`` differently from what the
+    fingerprint records (nan != nan), so reruns would draw different samples under one fingerprint.
+    """
+    _check("num_docs", num_docs)
+    _check("sample_size", sample_size)
+    if num_docs is not None and sample_size is not None:
+        raise ConfigError("set only one of dataset.num_docs and dataset.sample_size (or neither for all)")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"dataset.seed must be a whole number (e.g. 42), got {seed!r}")
+    if not 0 <= seed < 2**63:
+        raise ConfigError(f"dataset.seed must be between 0 and 2**63-1, got {seed}")
+    if not isinstance(stratify, bool):
+        raise ConfigError(f"dataset.stratify must be true or false, got {stratify!r}")
 
 
 def quotas(counts: dict[str, int], n: int) -> dict[str, int]:
@@ -116,14 +137,21 @@ def sample(
     sample_size: int | None,
     stratify: bool,
     seed: int,
+    dataset: str = "dataset",
 ) -> tuple[list[Document], list[Query]]:
-    """Applies the sampling spec (see the module docstring). Seeded, deterministic, order-keeping."""
-    _check("num_docs", num_docs)
-    _check("sample_size", sample_size)
-    if num_docs is not None and sample_size is not None:
-        raise ConfigError("set only one of dataset.num_docs and dataset.sample_size (or neither for all)")
+    """Applies the sampling spec (see the module docstring). Seeded, deterministic, order-keeping.
+
+    Asking for more than there is keeps everything, with a warning that gives the real count.
+    """
+    check_spec(num_docs=num_docs, sample_size=sample_size, stratify=stratify, seed=seed)
     rng = random.Random(seed)
     docs, queries = list(docs), list(queries)
+    if num_docs is not None and num_docs > len(docs):
+        log.warning("%s: dataset.num_docs=%d but the dataset has only %d documents; using all %d",
+                    dataset, num_docs, len(docs), len(docs))
+    if sample_size is not None and sample_size > len(queries):
+        log.warning("%s: dataset.sample_size=%d but the dataset has only %d questions; using all %d",
+                    dataset, sample_size, len(queries), len(queries))
     if num_docs is not None and num_docs < len(docs):
         keep = _pick_docs(docs, queries, num_docs, stratify, rng)
         docless = [q.qid for q in queries if not q.doc_ids]

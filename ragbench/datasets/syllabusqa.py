@@ -13,7 +13,6 @@ from ragbench.datasets.filetext import (
     TEXT_ENCODINGS,
     UnreadableDocument,
     decode_text,
-    docx_text,
     paragraphs_of_text,
 )
 from ragbench.errors import ConfigError, DatasetError
@@ -56,7 +55,13 @@ class SyllabusQAAdapter(BaseAdapter):
 
     Only the syllabi of the chosen split are read, so the corpus is the split's syllabi. Evidence is
     every answer span (verbatim quotes) and every reasoning step (annotator paraphrases), as text.
+    A ``syllabus_name`` may only name a file below ``dataset.path``. A question id seen before (within a
+    split or, with ``split=all``, across splits) is kept as ``<id>#<split><row>`` and counted in
+    ``dataset/qa_duplicate_id``, so no question overwrites another.
     """
+
+    doc_id_field = "syllabus_name"
+    qid_field = "id"
 
     def __init__(
         self,
@@ -115,19 +120,18 @@ class SyllabusQAAdapter(BaseAdapter):
         # CSV leaves empty cells as "" where the JSON encoding has null: make them the same.
         return rel, [{k: (v if v != "" else None) for k, v in row.items()} for row in rows]
 
-    def _syllabus(self, reader: FileReader, name: str, stats: dict[str, int]) -> Document | None:
-        rel = SYLLABUS_PATHS[self.syllabus_format].format(name=name)
-        data = reader.read_bytes(rel)
+    def _syllabus(self, reader: FileReader, rel: str, name: str, stats: dict[str, int]) -> Document | None:
         stats["syllabi_read"] += 1
         if self.syllabus_format == "word":
             try:
-                text = docx_text(data)
+                text = reader.docx_text(rel)
             except UnreadableDocument as exc:
                 stats["syllabi_unreadable"] += 1
                 log.warning("syllabusqa: skipping unreadable syllabus %s (%s)", reader.root / rel, exc)
                 return None
             encoding = "docx"
         else:
+            data = reader.read_document(rel)
             try:
                 raw, encoding = decode_text(data, encoding=self.text_encoding)
             except UnicodeDecodeError as exc:
@@ -154,7 +158,9 @@ class SyllabusQAAdapter(BaseAdapter):
                 stats["qa_rows"] += 1
                 qid, name = str(row["id"]), str(row["syllabus_name"])
                 if name not in docs:
-                    syllabus_rel = SYLLABUS_PATHS[self.syllabus_format].format(name=name)
+                    syllabus_rel = reader.referenced(
+                        SYLLABUS_PATHS[self.syllabus_format].format(name=name), file=file,
+                        record=f"#{n} (id {qid})", field="syllabus_name")
                     if not (reader.root / syllabus_rel).is_file():
                         raise DatasetError(
                             f"the question refers to syllabus {name!r}, but {syllabus_rel} does not exist",
@@ -162,7 +168,7 @@ class SyllabusQAAdapter(BaseAdapter):
                             fix=f"place the syllabus at {reader.root / syllabus_rel} (official layout), "
                             "or use the syllabi folder that came with these split files",
                         )
-                    docs[name] = self._syllabus(reader, name, stats)
+                    docs[name] = self._syllabus(reader, syllabus_rel, name, stats)
                 if docs[name] is None:
                     stats["qa_skipped_unreadable_syllabus"] += 1
                     continue
@@ -177,14 +183,14 @@ class SyllabusQAAdapter(BaseAdapter):
                 stats["evidence_reasoning_steps"] += len(steps)
                 if not spans and not steps:
                     stats["qa_without_evidence"] += 1
-                if qid in seen:
+                if qid in seen:  # de-duplicated, counted and logged (see the class docstring)
                     stats["qa_duplicate_id"] += 1
                     qid = f"{qid}#{split}{n}"
                 seen.add(qid)
                 queries.append(Query(
                     qid=qid,
-                    text=str(row["question"]).strip(),
-                    answers=(str(row["answer"]),),
+                    text=str(row["question"] or "").strip(),  # an empty cell is None: never the text "None"
+                    answers=(str(row["answer"] or ""),),
                     question_type=type_name(raw_type),
                     answerable=raw_type.strip().lower() != NO_ANSWER,
                     evidence=tuple(Evidence(text=t, doc_id=name) for t in spans + steps),
@@ -192,6 +198,9 @@ class SyllabusQAAdapter(BaseAdapter):
                     meta={"split": split, "question_type_raw": raw_type,
                           "evidence_kinds": ",".join(["answer_span"] * len(spans) + ["reasoning_step"] * len(steps))},
                 ))
+        if stats["qa_duplicate_id"]:
+            log.warning("syllabusqa: %d questions repeat an earlier id; renamed <id>#<split><row> and counted "
+                        "(dataset/qa_duplicate_id)", stats["qa_duplicate_id"])
         if stats["syllabi_unreadable"]:
             log.warning("syllabusqa: %d unreadable syllabi skipped with %d questions (counted in stats)",
                         stats["syllabi_unreadable"], stats["qa_skipped_unreadable_syllabus"])

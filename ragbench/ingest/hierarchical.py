@@ -56,13 +56,13 @@ class HierarchicalChunker:
         out: list[str] = []
         for s in split_sentences(text):
             out.extend(split_long(s, self.max_sentence_chars))
-        merged: list[str] = []
+        merged: list[list[str]] = []  # joined once at the end: gluing string by string is quadratic
         for s in out:  # glue fragments shorter than min_sentence_chars onto the previous sentence
             if merged and len(s) < self.min_sentence_chars:
-                merged[-1] = f"{merged[-1]} {s}"
+                merged[-1].append(s)
             else:
-                merged.append(s)
-        return merged
+                merged.append([s])
+        return [" ".join(parts) for parts in merged]
 
     def chunk(self, docs: Sequence[Document]) -> ChunkTree:
         """The tree of all documents; every chunk knows its level, parent and children."""

@@ -8,18 +8,23 @@ ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al fig figs eq eqs no nos vol pp ch sec approx dept
     inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m ph.d b.sc m.sc""".split()
 )
-# a sentence end: terminal punctuation, optional closing quotes/brackets, then whitespace
-_LATIN_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
+# A sentence end: terminal punctuation, optional closing quotes/brackets, then whitespace. Linear time:
+# a match may only start where a punctuation run starts (the look-behind), and the possessive runs never
+# give back characters, so a run of 10^6 dots is one failed attempt, not 10^6 attempts of 10^6 steps each.
+# The matches are the ones of the plain pattern r"[.!?]+[\"'”’)\]]*\s+" (no shorter run could succeed).
+_LATIN_END = re.compile(r"(?<![.!?])[.!?]++[\"'”’)\]]*+\s+")
 _CJK_END = re.compile(r"[。！？；][”’」』）]*")
-_WORD_BEFORE = re.compile(r"(\S+)$")
 _DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
+_NON_SPACE = re.compile(r"\S")
 
 
 def _is_abbreviation(text_before: str) -> bool:
-    m = _WORD_BEFORE.search(text_before)
-    if not m:
+    # the trailing run of non-space characters, as r"(\S+)$" finds it (its "$" also matches before one
+    # final newline), without that search's quadratic scan
+    text_before = text_before.removesuffix("\n")
+    if not text_before or text_before[-1].isspace():
         return False
-    word = m.group(1).lower().rstrip(".").lstrip("(\"'")
+    word = text_before.rsplit(None, 1)[-1].lower().rstrip(".").lstrip("(\"'")
     if word in ABBREVIATIONS:
         return True
     # single letters are initials ("J. Smith"); dotted acronyms ("U.S.A")
@@ -59,19 +64,26 @@ def split_sentences(text: str) -> list[str]:
 
 
 def split_long(text: str, max_chars: int) -> list[str]:
-    """``text`` cut at word boundaries into pieces of at most ``max_chars`` (CJK cut anywhere)."""
+    """``text`` cut at word boundaries into pieces of at most ``max_chars`` (CJK cut anywhere).
+
+    Linear time: the unsplit rest is a window ``text[start:end]``, never a copy of the remainder.
+    """
     if len(text) <= max_chars:
         return [text]
     pieces: list[str] = []
-    rest = text
-    while len(rest) > max_chars:
-        cut = rest.rfind(" ", 0, max_chars + 1)
+    start, end = 0, len(text)  # the rest is text[start:end]; stripped on both sides after the first cut
+    stripped_end = len(text.rstrip())
+    while end - start > max_chars:
+        found = text.rfind(" ", start, start + max_chars + 1)
+        cut = found - start if found >= 0 else -1
         if cut <= max_chars // 2:
             cut = max_chars
-        pieces.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        pieces.append(rest)
+        pieces.append(text[start:start + cut].strip())
+        end = stripped_end
+        nxt = _NON_SPACE.search(text, start + cut, end)
+        start = nxt.start() if nxt else end
+    if start < end:
+        pieces.append(text[start:end])
     return [p for p in pieces if p]
 
 

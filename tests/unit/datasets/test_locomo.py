@@ -62,17 +62,18 @@ def test_evidence_refs_exist_as_paragraph_refs():
     assert es.stats["qa_without_evidence"] == 2
 
 
-@pytest.mark.parametrize(("entry", "ids", "bad"), [
-    ("D8:6; D9:17", ["D8:6", "D9:17"], 0),
-    ("D", [], 1),
-    ("D:11:26", [], 1),
-    ("D9:1 D4:4 D4:6", ["D9:1", "D4:4", "D4:6"], 0),
-    ("D22:1 D22:2 D9:10 D9:11", ["D22:1", "D22:2", "D9:10", "D9:11"], 0),
-    ("D21:18 D21:22 D11:15 D11:19", ["D21:18", "D21:22", "D11:15", "D11:19"], 0),
-    ("D01:03", ["D1:3"], 0),
+@pytest.mark.parametrize(("entry", "ids", "bad", "recovered"), [
+    ("D8:6; D9:17", ["D8:6", "D9:17"], 0, 0),
+    ("D", [], 1, 0),
+    ("D:11:26", ["D11:26"], 0, 1),
+    ("D:11:26; D2:3", ["D11:26", "D2:3"], 0, 1),
+    ("D9:1 D4:4 D4:6", ["D9:1", "D4:4", "D4:6"], 0, 0),
+    ("D22:1 D22:2 D9:10 D9:11", ["D22:1", "D22:2", "D9:10", "D9:11"], 0, 0),
+    ("D21:18 D21:22 D11:15 D11:19", ["D21:18", "D21:22", "D11:15", "D11:19"], 0, 0),
+    ("D01:03", ["D1:3"], 0, 0),
 ])
-def test_source_md_quirks_parse(entry, ids, bad):
-    assert parse_evidence_ids([entry]) == (ids, bad)
+def test_source_md_quirks_parse(entry, ids, bad, recovered):
+    assert parse_evidence_ids([entry]) == (ids, bad, recovered)
 
 
 def test_malformed_evidence_in_a_file_is_parsed_and_counted(tmp_path):
@@ -88,8 +89,8 @@ def test_malformed_evidence_in_a_file_is_parsed_and_counted(tmp_path):
     by_id = {q.qid: q for q in es.queries}
     assert [e.ref for e in by_id["conv-26/q0"].evidence] == ["D8:6", "D9:17"]
     assert by_id["conv-26/q1"].evidence == ()
-    assert [e.ref for e in by_id["conv-26/q2"].evidence] == ["D1:3"]
-    assert es.stats["evidence_unparseable"] == 2
+    assert [e.ref for e in by_id["conv-26/q2"].evidence] == ["D11:26", "D1:3"]  # "D:11:26" recovered
+    assert es.stats["evidence_unparseable"] == 1 and es.stats["evidence_ids_recovered"] == 1
     assert es.stats["qa_without_evidence"] == 2 + 2  # q1 and q3, plus the two of the sample
     assert len(es.queries) == 304
 
@@ -124,3 +125,11 @@ def test_missing_category_names_the_record(tmp_path):
     (tmp_path / FILE).write_text(json.dumps(data), encoding="utf-8")
     err = _error(tmp_path)
     assert err.field == "category" and err.record == "#1 (conv-30) qa[5]"
+
+
+def test_evidence_counters_cover_only_the_questions_kept():
+    kept = LocomoAdapter(name="locomo").load()
+    assert kept.stats["qa_adversarial_excluded"] > 0
+    assert kept.stats["evidence_ids"] == sum(len(q.evidence) for q in kept.queries) == 309
+    everything = LocomoAdapter(name="locomo", include_adversarial=True).load()
+    assert everything.stats["evidence_ids"] == sum(len(q.evidence) for q in everything.queries) == 382
