@@ -17,6 +17,7 @@ from ragbench.judge.aggregate import metric_name
 
 BASELINE_FORMAT = "ragbench-baseline/1"
 # overrides that say where results go, not what was run: left out of the config a baseline is matched on
+_CHUNK_LEVEL = "retrieval/chunk/"  # left out of baseline files: the evidence-unit metrics are the headline
 _WHERE_KEYS = ("cache.", "tracking.", "hydra.", "resume", "objective")
 
 
@@ -112,19 +113,23 @@ def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, data
 
 
 def save_baseline(path: Path, runs: Sequence[RunCases]) -> None:
-    """A committable JSON of these runs' per-case scores (no MLflow server needed to compare against it)."""
-    out = {"format": BASELINE_FORMAT, "runs": []}
+    """A committable JSON of these runs' per-case scores (no MLflow server needed to compare against it):
+    one case per line, so a diff shows which cases changed."""
+    blocks = []
     for r in runs:
-        cases = []
+        meta = {"run_id": r.run_id, "name": r.name, "config": r.config, "dataset": r.dataset,
+                "dataset_sha256": r.dataset_sha256, "topk": r.topk}
+        lines = []
         for i, qid in enumerate(r.qids):
             case: dict[str, Any] = {"qid": qid, "question_type": r.types[i], "status": "ok" if r.ok[i] else "failed"}
             case.update({k: float(v[i]) for k, v in sorted(r.fields.items())
-                         if k != "latency/total_ms" and not np.isnan(v[i])})
-            cases.append(case)
-        out["runs"].append({"run_id": r.run_id, "name": r.name, "config": r.config, "dataset": r.dataset,
-                            "dataset_sha256": r.dataset_sha256, "topk": r.topk, "cases": cases})
+                         if k != "latency/total_ms" and not k.startswith(_CHUNK_LEVEL) and not np.isnan(v[i])})
+            lines.append("   " + json.dumps(case, sort_keys=True, ensure_ascii=False))
+        head = json.dumps(meta, sort_keys=True, ensure_ascii=False)[:-1]
+        blocks.append(f" {head}, \"cases\": [\n" + ",\n".join(lines) + "\n ]}")
+    text = f'{{"format": "{BASELINE_FORMAT}", "runs": [\n' + ",\n".join(blocks) + "\n]}\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
 
 
 def load_baseline(path: Path) -> list[RunCases]:

@@ -129,6 +129,12 @@ class MlflowSweepCallback(Callback):
         shown = {"job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
         comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
+        try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
+            from ragbench.compare.analysis import log_sweep_report
+
+            log_sweep_report(self._tracker, self._run_id)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
         if failed:
