@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,25 +161,57 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                     continue
                 r = stats.paired(a[m], b[m], statistic=spec.statistic, resamples=resamples, seed=seed, level=level)
                 raw.append({**common, "n": r.n, "value": r.value, "baseline_value": r.baseline_value,
-                            "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value})
+                            "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+                            "_pair": (a[m], b[m], spec.statistic)})
     missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
     if missing:
         notes.append(f"not compared (no run has per-case values for it): {', '.join(missing)}")
-    families = {ALL: [r for r in raw if r.get("verdict") != BASELINE and r["type"] == ALL],
-                "type": [r for r in raw if r.get("verdict") != BASELINE and r["type"] != ALL]}
-    for family in families.values():
+    compared = [r for r in raw if r.get("verdict") != BASELINE]
+    overall = [r for r in compared if r["type"] == ALL]
+    families = [overall] + list(_group(r for r in compared if r["type"] != ALL).values())
+    refined = 0
+    for family in families:
+        refined += _refine(family, resamples=resamples, seed=seed, alpha=alpha)
         for r, p in zip(family, stats.holm([r["p_value"] for r in family]), strict=True):
             r["p_holm"] = p
             r["verdict"] = stats.verdict(r["delta"], p, lower_is_better=r["lower_is_better"], alpha=alpha)
     for r in raw:
         r.setdefault("p_holm", 1.0)
-    correction = (f"Holm correction over the {len(families[ALL])} overall comparisons and, separately, the "
-                  f"{len(families['type'])} per-type comparisons; verdicts at adjusted p < {alpha:g}; "
-                  f"{level:.0%} paired bootstrap CIs ({resamples} resamples, seed {seed}); p-values from a paired "
-                  f"sign-flip randomisation test")
+        r.pop("_pair", None)
+    correction = (f"Holm correction over the {len(overall)} overall comparisons (run x metric) and, per run and "
+                  f"metric, over its question types; verdicts at adjusted p < {alpha:g}; {level:.0%} paired "
+                  f"bootstrap CIs ({resamples} resamples, seed {seed}); p-values from a paired sign-flip "
+                  f"randomisation test" + (f" ({refined} p-values below {alpha:g} re-estimated with more "
+                                           "randomisations, so that the smallest attainable p can pass Holm)"
+                                           if refined else ""))
+    stats.release()
     return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
                       metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
                       level=level, correction=correction)
+
+
+def _group(records: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        out.setdefault((r["run"], r["metric"]), []).append(r)
+    return out
+
+
+def _refine(family: list[dict], *, resamples: int, seed: int, alpha: float) -> int:
+    """A Monte Carlo p is at least 1 / (1 + resamples), which Holm over m comparisons multiplies by m: with
+    too few randomisations no difference could ever be significant. p-values below ``alpha`` (the only
+    ones that can pass) are re-estimated with 2 m / alpha randomisations; returns how many were."""
+    need = math.ceil(2 * len(family) / alpha)
+    if need <= resamples:
+        return 0
+    count = 0
+    for r in family:
+        if r["p_value"] < alpha:
+            a, b, statistic = r["_pair"]
+            r["p_value"], _ = stats.sign_flip_pvalue(a, b, statistic=stats.STATISTICS[statistic],
+                                                     resamples=need, seed=seed)
+            count += 1
+    return count
 
 
 def regressions(comp: Comparison, *, tolerance: float = 0.0) -> list[Record]:

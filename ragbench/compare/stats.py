@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-BLOCK = 4_000_000  # resampled values held in memory at once (32 MB of float64)
+BLOCK = 2_000_000  # resampled values streamed at once (16 MB of float64)
+CACHED = 8_000_000  # the largest resample matrix kept for reuse (64 MB; a few are kept, see _weights)
 
 Statistic = Callable[[np.ndarray], np.ndarray]  # reduces the last axis: (..., n) -> (...)
 
@@ -45,47 +46,76 @@ class PairedResult:
     exact: bool  # the p-value enumerates every sign pattern (small n) instead of sampling them
 
 
-@functools.lru_cache(maxsize=64)
-def _bootstrap_rows(n: int, resamples: int, seed: int) -> np.ndarray:
-    """Resampled case indices, (resamples, n): one draw per (n, seed), shared by every comparison of
-    that size, so a result never depends on the order comparisons are made in."""
-    rng = np.random.default_rng([seed, n, 0])
-    out = rng.integers(0, n, size=(resamples, n), dtype=np.int32 if n < 2**31 else np.int64)
-    out.flags.writeable = False
-    return out
+def _block_rows(n: int) -> int:
+    return max(1, BLOCK // max(n, 1))
 
 
-@functools.lru_cache(maxsize=64)
-def _swaps(n: int, resamples: int, seed: int) -> tuple[np.ndarray, bool]:
-    """Which pairs swap sides, (patterns, n) booleans, and whether that is every pattern (exact)."""
-    if n <= 20 and 2**n <= resamples:
+def _draws(kind: str, n: int, resamples: int, seed: int) -> tuple[Iterator[np.ndarray], bool]:
+    """The resamples in blocks of rows, and whether they are exhaustive. ``boot``: case indices drawn
+    with replacement; ``swap``: which pairs swap sides (every 2**n pattern when that is at most
+    ``resamples``: an exact test). Each block has its own seed ([seed, n, kind, block]), so the draws
+    depend only on (n, resamples, seed): never on which comparison asks first or how they are cached."""
+    if kind == "swap" and n <= 20 and 2**n <= resamples:
         codes = np.arange(2**n, dtype=np.int64)[:, None]
-        out = ((codes >> np.arange(n, dtype=np.int64)) & 1).astype(bool)
-        exact = True
-    else:
-        out = np.random.default_rng([seed, n, 1]).random((resamples, n)) < 0.5
-        exact = False
-    out.flags.writeable = False
-    return out, exact
+        return iter([((codes >> np.arange(n, dtype=np.int64)) & 1).astype(bool)]), True
+    step = _block_rows(n)
+
+    def blocks() -> Iterator[np.ndarray]:
+        for b, lo in enumerate(range(0, resamples, step)):
+            rng = np.random.default_rng([seed, n, 0 if kind == "boot" else 1, b])
+            size = min(step, resamples - lo)
+            yield rng.integers(0, n, size=(size, n)) if kind == "boot" else rng.random((size, n)) < 0.5
+    return blocks(), False
 
 
-def _blocks(rows: int, n: int) -> range:
-    return range(0, rows, max(1, BLOCK // max(n, 1)))
+@functools.lru_cache(maxsize=4)
+def _weights(kind: str, n: int, resamples: int, seed: int) -> tuple[np.ndarray | None, bool]:
+    """For the mean, the resamples as one (rows, n) matrix W with ``W @ d`` = every resample's mean
+    difference (bootstrap counts / n, or signs / n), shared by every comparison of that size; None
+    when it would exceed CACHED values (the caller then streams the blocks)."""
+    blocks, exact = _draws(kind, n, resamples, seed)
+    if resamples * n > CACHED and not exact:
+        return None, exact
+    parts = []
+    for blk in blocks:
+        if kind == "boot":
+            flat = (blk + (np.arange(len(blk))[:, None] * n)).ravel()
+            parts.append(np.bincount(flat, minlength=len(blk) * n).reshape(len(blk), n).astype(float))
+        else:
+            parts.append(np.where(blk, -1.0, 1.0))
+    w = np.vstack(parts) / n
+    w.flags.writeable = False
+    return w, exact
+
+
+def release() -> None:
+    """Frees the cached resample matrices (a comparison is done)."""
+    _weights.cache_clear()
+
+
+def _resampled(kind: str, a: np.ndarray, b: np.ndarray, statistic: Statistic, resamples: int,
+               seed: int) -> tuple[np.ndarray, bool]:
+    """``statistic(a*) - statistic(b*)`` over every resample (bootstrap or within-pair swap)."""
+    n = len(a)
+    if statistic is mean:
+        w, exact = _weights(kind, n, resamples, seed)
+        if w is not None:
+            return w @ (a - b), exact
+    blocks, exact = _draws(kind, n, resamples, seed)
+    out = []
+    for blk in blocks:
+        if kind == "boot":
+            out.append(statistic(a[blk]) - statistic(b[blk]))
+        else:
+            out.append(statistic(np.where(blk, b, a)) - statistic(np.where(blk, a, b)))
+    return np.concatenate(out), exact
 
 
 def bootstrap_ci(a: np.ndarray, b: np.ndarray, *, statistic: Statistic = mean, resamples: int = 2000,
                  seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile CI of ``statistic(a) - statistic(b)``, resampling the *pairs* (a case keeps its two
     values together, which is what makes the interval paired)."""
-    n = len(a)
-    idx = _bootstrap_rows(n, resamples, seed)
-    fast = statistic is mean
-    d = a - b
-    deltas = np.empty(resamples)
-    step = _blocks(resamples, n).step
-    for lo in range(0, resamples, step):
-        rows = idx[lo: lo + step]
-        deltas[lo: lo + step] = mean(d[rows]) if fast else statistic(a[rows]) - statistic(b[rows])
+    deltas, _ = _resampled("boot", a, b, statistic, resamples, seed)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(deltas, [tail, 1.0 - tail])
     return float(low), float(high)
@@ -97,24 +127,13 @@ def sign_flip_pvalue(a: np.ndarray, b: np.ndarray, *, statistic: Statistic = mea
     exchangeable, so the labels are swapped within pairs (for the mean: the differences' signs are
     flipped). Exact over all 2**n patterns when that is at most ``resamples``; otherwise Monte Carlo
     with the (1 + hits) / (1 + resamples) estimate, never 0. Returns (p, exact)."""
-    n = len(a)
     observed = float(statistic(a) - statistic(b))
-    swaps, exact = _swaps(n, resamples, seed)
-    fast = statistic is mean
-    d = a - b
-    null = np.empty(len(swaps))
-    step = _blocks(len(swaps), n).step
-    for lo in range(0, len(swaps), step):
-        s = swaps[lo: lo + step]
-        if fast:
-            null[lo: lo + step] = np.where(s, -d, d).mean(axis=-1)
-        else:
-            null[lo: lo + step] = statistic(np.where(s, b, a)) - statistic(np.where(s, a, b))
-    tol = 1e-12 * max(1.0, abs(observed))  # equal statistics computed in another order are still ties
+    null, exact = _resampled("swap", a, b, statistic, resamples, seed)
+    tol = 1e-9 * max(1.0, abs(observed))  # equal statistics summed in another order are still ties
     hits = int(np.count_nonzero(np.abs(null) >= abs(observed) - tol))
     if exact:
-        return hits / len(swaps), True
-    return (1 + hits) / (1 + len(swaps)), False
+        return hits / len(null), True
+    return (1 + hits) / (1 + len(null)), False
 
 
 def paired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, statistic: str = "mean",

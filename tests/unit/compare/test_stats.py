@@ -74,7 +74,7 @@ def test_bootstrap_reproducible_under_seed():
     rng = np.random.default_rng(7)
     a, b = rng.random(80), rng.random(80)
     assert stats.bootstrap_ci(a, b, resamples=1000, seed=4) == stats.bootstrap_ci(a, b, resamples=1000, seed=4)
-    stats._bootstrap_rows.cache_clear()  # a fresh draw from the seed, not a cached array
+    stats._weights.cache_clear()  # a fresh draw from the seed, not a cached array
     assert stats.bootstrap_ci(a, b, resamples=1000, seed=4) == stats.bootstrap_ci(a, b, resamples=1000, seed=4)
     assert stats.bootstrap_ci(a, b, resamples=1000, seed=4) != stats.bootstrap_ci(a, b, resamples=1000, seed=5)
 
@@ -119,12 +119,21 @@ def test_holm_hand_worked():
     assert stats.holm([]) == []
 
 
-def test_large_n_blocks_match_one_pass(monkeypatch):
+def test_streamed_blocks_match_the_cached_matrix(monkeypatch):
+    """Over CACHED values the resamples are streamed in blocks instead of held as one matrix: same draws."""
     rng = np.random.default_rng(9)
     a, b = rng.random(3000), rng.random(3000)
+    monkeypatch.setattr(stats, "BLOCK", 9_000)  # 3 resamples per block
+    monkeypatch.setattr(stats, "CACHED", 9_000)
+    stats._weights.cache_clear()
+    streamed = stats.paired(a, b, resamples=300, seed=2)
+    monkeypatch.setattr(stats, "CACHED", 10**7)  # one cached matrix built from the same blocks
+    stats._weights.cache_clear()
+    monkeypatch.setattr(stats, "_block_rows", lambda n: 3)
     whole = stats.paired(a, b, resamples=300, seed=2)
-    monkeypatch.setattr(stats, "BLOCK", 10_000)  # 3 resamples per block
-    assert stats.paired(a, b, resamples=300, seed=2) == whole
+    stats._weights.cache_clear()
+    assert whole.p_value == streamed.p_value
+    assert (whole.ci_low, whole.ci_high) == pytest.approx((streamed.ci_low, streamed.ci_high), abs=1e-12)
 
 
 @pytest.mark.parametrize("a,b,message", [
