@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -95,12 +97,28 @@ def find_runs(client: Any, uri: str, experiment: str, *, sweep: str | None = Non
     return runs, notes
 
 
+@contextlib.contextmanager
+def _quiet_downloads() -> Iterator[None]:
+    """No MLflow download progress bar per artifact (one per run would fill a sweep's log)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
 def load_cases(client: Any, run: Any) -> RunCases:
     """A run's ``cases.jsonl`` artifact as RunCases."""
     rid = str(run.info.run_id)
     with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
         try:
-            path = client.download_artifacts(rid, "cases.jsonl", dst_path=tmp)
+            with _quiet_downloads():
+                path = client.download_artifacts(rid, "cases.jsonl", dst_path=tmp)
         except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
             raise ConfigError(f"run {rid} ({run.info.run_name}): no cases.jsonl artifact ({type(exc).__name__}); "
                               "only ragbench job runs can be compared") from None
