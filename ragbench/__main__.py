@@ -51,7 +51,18 @@ def leave(code: int | str | None) -> None:
     os._exit(code or 0)
 
 
+def cli() -> None:
+    """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, anything else runs jobs."""
+    if sys.argv[1:2] == ["compare"]:
+        from ragbench.compare.__main__ import main as compare_main
+
+        sys.exit(compare_main(sys.argv[2:]))
+    main()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["compare"]:
+        cli()
     try:
         main()
     except SystemExit as exc:

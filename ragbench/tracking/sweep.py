@@ -72,8 +72,9 @@ def job_labels(run_names: dict[str, str]) -> dict[str, str]:
 class MlflowSweepCallback(Callback):
     """Opens the parent run before the first job and closes it after the last, logging the table."""
 
-    def __init__(self, *, sort_by: str = "answer/f1") -> None:
+    def __init__(self, *, sort_by: str = "answer/f1", compare_report: bool = True) -> None:
         self.sort_by = sort_by
+        self.compare_report = compare_report  # hydra.callbacks.mlflow_sweep.compare_report=false skips it
         self._tracker: Any = None
         self._run_id: str | None = None
 
@@ -129,6 +130,13 @@ class MlflowSweepCallback(Callback):
         shown = {"job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
         comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
+        try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
+            from ragbench.compare.analysis import log_sweep_report
+
+            if self.compare_report:
+                log_sweep_report(self._tracker, self._run_id)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
         if failed:

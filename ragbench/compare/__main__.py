@@ -1,0 +1,132 @@
+"""``python -m ragbench.compare`` (also ``ragbench compare``): runs against a baseline, with confidence."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+for _key, _value in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1",
+                     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}.items():
+    os.environ.setdefault(_key, _value)
+
+PASS, REGRESSION, USAGE = 0, 1, 2
+
+EPILOG = """\
+exit codes:
+  0  done; with --fail-on-regression: no selected metric is significantly worse than its baseline
+  1  --fail-on-regression: some metric is significantly worse (Holm-adjusted p < alpha) by more than --tolerance
+  2  usage error (bad option, unknown run or metric, runs on different datasets or sharing no case)
+
+examples:
+  python -m ragbench.compare                                   # the latest sweep, best run as baseline
+  python -m ragbench.compare --sweep 1f2e... --metric answer/f1 --metric retrieval/mrr --report out/
+  python -m ragbench.compare --runs RUN_A RUN_B --baseline RUN_A --json cmp.json
+  python -m ragbench.compare --filter "params.dataset.name = 'locomo'"
+  python -m ragbench.compare --save-baseline ci/baseline.json          # commit it
+  python -m ragbench.compare --baseline-file ci/baseline.json --fail-on-regression --tolerance 0.01
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ragbench.compare", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare ragbench runs against a baseline, per metric and question type, over the cases "
+                    "they share: paired delta, bootstrap CI, sign-flip randomisation p-value (Holm-corrected), "
+                    "verdict; a failure taxonomy per run; a CI gate.")
+    store = p.add_argument_group("store")
+    store.add_argument("--tracking-uri", help="MLflow store (default: tracking.uri of conf/tracking/mlflow.yaml, "
+                                              "as jobs use: sqlite:///mlruns/mlflow.db; or http://host:5000)")
+    store.add_argument("--experiment", help="MLflow experiment (default: the jobs' tracking.experiment)")
+    sel = p.add_argument_group("which runs").add_mutually_exclusive_group()
+    sel.add_argument("--sweep", metavar="PARENT_RUN_ID", help="the jobs of this sweep (default: the latest sweep)")
+    sel.add_argument("--runs", nargs="+", metavar="RUN_ID", help="these runs")
+    sel.add_argument("--filter", metavar="MLFLOW_FILTER", help="job runs matching an MLflow filter string")
+    base = p.add_argument_group("baseline").add_mutually_exclusive_group()
+    base.add_argument("--baseline", metavar="RUN", help="the reference run (id, id prefix or run name); default: "
+                                                        "the best run on the first metric, per dataset")
+    base.add_argument("--baseline-file", type=Path, metavar="PATH",
+                      help="compare against the runs saved in this file (written by --save-baseline), "
+                           "matched by dataset and config")
+    stat = p.add_argument_group("statistics")
+    stat.add_argument("--metric", action="append", default=[], metavar="NAME",
+                      help="repeatable; a per-case key of cases.jsonl (answer/f1, retrieval/mrr, context/tokens, ...) "
+                           "or latency/<stage>_p50_ms|_p95_ms; default: answer/f1, judge/accuracy (when present), "
+                           "retrieval/hit_at_5, retrieval/mrr, context/tokens, latency/generate_p50_ms")
+    stat.add_argument("--resamples", type=int, default=2000, help="bootstrap and randomisation resamples (2000)")
+    stat.add_argument("--seed", type=int, default=0, help="random seed of the resamples (0)")
+    stat.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (0.05)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", type=Path, metavar="PATH", help="write the records (one per run, metric, type)")
+    out.add_argument("--report", type=Path, metavar="DIR", help="write report.md, comparison.json and PNG plots")
+    out.add_argument("--save-baseline", type=Path, metavar="PATH",
+                     help="write the selected runs' per-case scores as a baseline file (commit it for CI)")
+    gate = p.add_argument_group("CI gate")
+    gate.add_argument("--fail-on-regression", action="store_true",
+                      help="exit 1 when a metric is significantly worse than its baseline by more than --tolerance")
+    gate.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
+                      help="absolute worsening tolerated by the gate (0)")
+    return p
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parses ``argv``, compares, writes what was asked for; returns the exit code."""
+    args = parser().parse_args(argv)
+    if args.resamples < 100 or not 0 < args.alpha < 1 or args.tolerance < 0:
+        print("ragbench.compare: error: need --resamples >= 100, 0 < --alpha < 1 and --tolerance >= 0",
+              file=sys.stderr)
+        return USAGE
+    from ragbench.compare.analysis import analyse
+    from ragbench.compare.comparison import regressions
+    from ragbench.compare.report import print_table, write_json, write_report
+    from ragbench.compare.runcases import load_baseline, save_baseline
+    from ragbench.compare.select import find_runs, load_cases, open_store, tracking_defaults
+    from ragbench.errors import RagbenchError
+
+    try:
+        default_uri, default_experiment = tracking_defaults()
+        uri = args.tracking_uri or default_uri
+        client = open_store(uri)
+        found, notes = find_runs(client, uri, args.experiment or default_experiment, sweep=args.sweep,
+                                 run_ids=args.runs or (), filter_string=args.filter)
+        runs = [load_cases(client, r) for r in found]
+        baseline_runs = load_baseline(args.baseline_file) if args.baseline_file else []
+        comp, taxa = analyse(runs, metrics=args.metric, baseline=args.baseline, baseline_runs=baseline_runs,
+                             resamples=args.resamples, seed=args.seed, alpha=args.alpha, notes=notes)
+    except RagbenchError as exc:
+        print(f"ragbench.compare: error: {exc}", file=sys.stderr)
+        return USAGE
+    print_table(comp, taxa)
+    if args.json:
+        write_json(args.json, comp, taxa)
+        print(f"records: {args.json}")
+    if args.report:
+        files = write_report(args.report, comp, taxa)
+        print(f"report: {files[0]} ({len(files)} files)")
+    if args.save_baseline:
+        save_baseline(args.save_baseline, runs)
+        print(f"baseline: {args.save_baseline} ({len(runs)} runs, {sum(len(r.qids) for r in runs)} cases)")
+    if not args.fail_on_regression:
+        return PASS
+    bad = regressions(comp, tolerance=args.tolerance)
+    for r in bad:
+        print(f"REGRESSION: {r.run_name or r.run} {r.metric}: {r.value:.4g} vs baseline {r.baseline_value:.4g} "
+              f"(delta {r.delta:+.4g}, {comp.level:.0%} CI [{r.ci_low:+.4g}, {r.ci_high:+.4g}], Holm p "
+              f"{r.p_holm:.2g}, tolerance {args.tolerance:g})")
+    if bad:
+        return REGRESSION
+    print(f"gate: pass (no metric significantly worse than its baseline by more than {args.tolerance:g})")
+    return PASS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Runs against their baseline: who is compared with whom, then one record per (run, metric, type)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragbench.compare import stats
+from ragbench.compare.metrics import MetricSpec
+from ragbench.compare.runcases import RunCases
+from ragbench.errors import ConfigError
+
+ALL = "all"  # the type of the overall record
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One run against its baseline on one metric and one question type (``all`` = every type)."""
+
+    run: str
+    run_name: str
+    baseline: str
+    baseline_name: str
+    metric: str
+    type: str
+    n: int
+    value: float
+    baseline_value: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float
+    verdict: str
+    lower_is_better: bool
+
+    def json(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a comparison decided, for the table, the JSON, the report and the gate."""
+
+    records: tuple[Record, ...]
+    runs: tuple[RunCases, ...]
+    baseline_of: dict[str, RunCases]
+    metrics: tuple[MetricSpec, ...]
+    notes: tuple[str, ...]
+    resamples: int
+    seed: int
+    alpha: float
+    level: float
+    correction: str = field(default="")
+
+
+def headline(run: RunCases, spec: MetricSpec) -> float:
+    """The run's own value of a metric over all its cases (NaN when it has none)."""
+    x = run.values(spec)
+    x = x[np.isfinite(x)]
+    return float(stats.STATISTICS[spec.statistic](x)) if len(x) else float("nan")
+
+
+def best(runs: Sequence[RunCases], spec: MetricSpec) -> RunCases:
+    """The best run on ``spec`` (first in order on a tie); a run without the metric never wins."""
+    def key(r: RunCases) -> float:
+        v = headline(r, spec)
+        return float("-inf") if np.isnan(v) else (-v if spec.lower_is_better else v)
+    return max(runs, key=key)
+
+
+def pair_up(runs: Sequence[RunCases], spec: MetricSpec, *, baseline: str | None = None,
+            baseline_runs: Sequence[RunCases] = ()) -> tuple[dict[str, RunCases], list[str]]:
+    """Each run's baseline, and notes saying how it was chosen. Without a named baseline, runs are
+    grouped by dataset and each group's best run on ``spec`` is its baseline."""
+    notes: list[str] = []
+    out: dict[str, RunCases] = {}
+    if baseline_runs:
+        for r in runs:
+            same = [b for b in baseline_runs if b.dataset == r.dataset]
+            exact = [b for b in same if b.config == r.config]
+            if exact or len(same) == 1:
+                out[r.run_id] = (exact or same)[0]
+                continue
+            held = "; ".join(f"{b.dataset} '{b.config}'" for b in baseline_runs)
+            what = "no run on dataset" if not same else "several runs on dataset"
+            raise ConfigError(f"baseline file {baseline_runs[0].source}: {what} {r.dataset} and none with the config "
+                              f"'{r.config}' of run {r.run_id}; it holds {held}. Save the baseline from the same "
+                              f"sweep command, or select matching runs")
+        notes.append(f"baseline: the runs of {baseline_runs[0].source}, matched by dataset and config")
+        return out, notes
+    if baseline:
+        hits = [r for r in runs if r.run_id == baseline or r.name == baseline
+                or (len(baseline) >= 6 and r.run_id.startswith(baseline))]
+        if len(hits) != 1:
+            known = ", ".join(f"{r.run_id[:8]} ({r.name})" for r in runs)
+            raise ConfigError(f"--baseline {baseline!r} matches {len(hits)} of the selected runs; give a run id or "
+                              f"name of one of: {known}")
+        base = hits[0]
+        other = sorted({r.dataset for r in runs if r.dataset != base.dataset})
+        if other:
+            raise ConfigError(f"the baseline {base.run_id} is on dataset {base.dataset} but runs on {', '.join(other)} "
+                              f"are selected; compare one dataset at a time "
+                              f"(--filter \"tags.`ragbench.dataset` = '{base.dataset}'\")")
+        notes.append(f"baseline: {base.name or base.run_id} ({base.run_id}), given by --baseline")
+        return {r.run_id: base for r in runs}, notes
+    for dataset in sorted({r.dataset for r in runs}):
+        group = [r for r in runs if r.dataset == dataset]
+        base = best(group, spec)
+        out.update({r.run_id: base for r in group})
+        notes.append(f"baseline{f' for {dataset}' if len({r.dataset for r in runs}) > 1 else ''}: "
+                     f"{base.name or base.run_id} ({base.run_id}), the best of {len(group)} runs on {spec.name} "
+                     f"({headline(base, spec):.4g}); name another with --baseline")
+    return out, notes
+
+
+def _shared(run: RunCases, base: RunCases, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    if run.dataset != base.dataset:
+        raise ConfigError(f"run {run.run_id} is on dataset {run.dataset} and its baseline {base.run_id} on "
+                          f"{base.dataset}; compare runs of one dataset")
+    where = {q: i for i, q in enumerate(base.qids)}
+    ia = np.array([i for i, q in enumerate(run.qids) if q in where], dtype=np.int64)
+    ib = np.array([where[run.qids[i]] for i in ia], dtype=np.int64)
+    if len(ia) == 0:
+        raise ConfigError(f"run {run.run_id} and baseline {base.run_id} share no case id on {run.dataset}; "
+                          "compare runs of the same questions (same dataset sample)")
+    if len(ia) < max(len(run.qids), len(base.qids)):
+        notes.append(f"{run.name or run.run_id}: compared on the {len(ia)} cases it shares with the baseline "
+                     f"(run {len(run.qids)} cases, baseline {len(base.qids)})")
+    return ia, ib
+
+
+def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: Sequence[MetricSpec], *,
+            resamples: int = 2000, seed: int = 0, alpha: float = 0.05, level: float = 0.95,
+            notes: Sequence[str] = ()) -> Comparison:
+    """Every run against its baseline, per metric, overall and per question type, Holm-corrected."""
+    notes = list(notes)
+    raw: list[dict] = []
+    for run in runs:
+        base = baseline_of[run.run_id]
+        ia, ib = _shared(run, base, notes)
+        types = np.asarray(base.types, dtype=object)[ib]
+        for spec in specs:
+            a, b = run.values(spec)[ia], base.values(spec)[ib]
+            scored = np.isfinite(a) & np.isfinite(b)
+            if not scored.any():
+                continue
+            for qtype in (ALL, *sorted(set(types[scored]))):
+                m = scored if qtype == ALL else scored & (types == qtype)
+                common = {"run": run.run_id, "run_name": run.name, "baseline": base.run_id,
+                          "baseline_name": base.name, "metric": spec.name, "type": qtype,
+                          "lower_is_better": spec.lower_is_better}
+                if run is base:
+                    v = float(stats.STATISTICS[spec.statistic](a[m]))
+                    raw.append({**common, "n": int(m.sum()), "value": v, "baseline_value": v, "delta": 0.0,
+                                "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE})
+                    continue
+                r = stats.paired(a[m], b[m], statistic=spec.statistic, resamples=resamples, seed=seed, level=level)
+                raw.append({**common, "n": r.n, "value": r.value, "baseline_value": r.baseline_value,
+                            "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+                            "_pair": (a[m], b[m], spec.statistic)})
+    missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
+    if missing:
+        notes.append(f"not compared (no run has per-case values for it): {', '.join(missing)}")
+    compared = [r for r in raw if r.get("verdict") != BASELINE]
+    overall = [r for r in compared if r["type"] == ALL]
+    families = [overall] + list(_group(r for r in compared if r["type"] != ALL).values())
+    refined = 0
+    for family in families:
+        refined += _refine(family, resamples=resamples, seed=seed, alpha=alpha)
+        for r, p in zip(family, stats.holm([r["p_value"] for r in family]), strict=True):
+            r["p_holm"] = p
+            r["verdict"] = stats.verdict(r["delta"], p, lower_is_better=r["lower_is_better"], alpha=alpha)
+    for r in raw:
+        r.setdefault("p_holm", 1.0)
+        r.pop("_pair", None)
+    correction = (f"Holm correction over the {len(overall)} overall comparisons (run x metric) and, per run and "
+                  f"metric, over its question types; verdicts at adjusted p < {alpha:g}; {level:.0%} paired "
+                  f"bootstrap CIs ({resamples} resamples, seed {seed}); p-values from a paired sign-flip "
+                  f"randomisation test" + (f" ({refined} p-values below {alpha:g} re-estimated with more "
+                                           "randomisations, so that the smallest attainable p can pass Holm)"
+                                           if refined else ""))
+    stats.release()
+    return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
+                      metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
+                      level=level, correction=correction)
+
+
+def _group(records: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        out.setdefault((r["run"], r["metric"]), []).append(r)
+    return out
+
+
+def _refine(family: list[dict], *, resamples: int, seed: int, alpha: float) -> int:
+    """A Monte Carlo p is at least 1 / (1 + resamples), which Holm over m comparisons multiplies by m: with
+    too few randomisations no difference could ever be significant. p-values below ``alpha`` (the only
+    ones that can pass) are re-estimated with 2 m / alpha randomisations; returns how many were."""
+    need = math.ceil(2 * len(family) / alpha)
+    if need <= resamples:
+        return 0
+    count = 0
+    for r in family:
+        if r["p_value"] < alpha:
+            a, b, statistic = r["_pair"]
+            r["p_value"], _ = stats.sign_flip_pvalue(a, b, statistic=stats.STATISTICS[statistic],
+                                                     resamples=need, seed=seed)
+            count += 1
+    return count
+
+
+def regressions(comp: Comparison, *, tolerance: float = 0.0) -> list[Record]:
+    """Overall records significantly worse than their baseline by more than ``tolerance`` (absolute)."""
+    return [r for r in comp.records
+            if r.type == ALL and r.verdict == stats.WORSE and abs(r.delta) > tolerance]

@@ -1,0 +1,158 @@
+"""One run's cases as arrays (from its ``cases.jsonl``, or a baseline file), and the baseline file itself."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragbench.compare.metrics import MetricSpec
+from ragbench.errors import ConfigError
+from ragbench.judge.aggregate import metric_name
+
+BASELINE_FORMAT = "ragbench-baseline/1"
+# overrides that say where results go, not what was run: left out of the config a baseline is matched on
+_CHUNK_LEVEL = "retrieval/chunk/"  # left out of baseline files: the evidence-unit metrics are the headline
+_WHERE_KEYS = ("cache.", "tracking.", "hydra.", "resume", "objective")
+
+
+def config_label(run_name: str) -> str:
+    """What a job ran, from its run name (``#3 dataset=locomo,retrieval.topk=5``): the overrides without
+    the job number and without the ones that only say where results go (``cache.dir=...``)."""
+    from ragbench.tracking.sweep import split_overrides
+
+    num, _, rest = (run_name or "").partition(" ")
+    if not num.startswith("#"):
+        rest = run_name or ""
+    keep = [o for o in split_overrides(rest) if not o.lstrip("+~").startswith(_WHERE_KEYS)]
+    return ",".join(keep)
+
+
+@dataclass(frozen=True)
+class RunCases:
+    """A run's per-case data; ``fields`` holds every numeric per-case field (NaN where a case lacks it)."""
+
+    run_id: str
+    name: str
+    dataset: str
+    dataset_sha256: str
+    topk: int | None
+    qids: tuple[str, ...]
+    types: tuple[str, ...]
+    ok: np.ndarray
+    fields: Mapping[str, np.ndarray]
+    rows: tuple[Mapping[str, Any], ...] = ()  # the raw records (ranked ids, qrels, ...), for the taxonomy
+    source: str = "mlflow"
+    metrics: Mapping[str, float] = field(default_factory=dict)  # the run's logged metrics, when known
+
+    @property
+    def config(self) -> str:
+        return config_label(self.name)
+
+    def values(self, spec: MetricSpec) -> np.ndarray:
+        """Per-case values of ``spec`` (NaN = the case does not count for it), under the job's rules:
+        an end-to-end score counts a failed or unscored case as 0 (``aggregate.is_score``); latency
+        counts successful cases only."""
+        x = self.fields.get(spec.key)
+        x = np.full(len(self.qids), np.nan) if x is None else x.copy()
+        if spec.zero_when_failed:
+            x = np.nan_to_num(x, nan=0.0)
+        if spec.successful_only:
+            x[~self.ok] = np.nan
+        return x
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
+              topk: int | None = None, source: str = "mlflow", keep_rows: bool = True,
+              metrics: Mapping[str, float] | None = None) -> RunCases:
+    """RunCases from ``cases.jsonl`` records (see tracking/job_log.case_row)."""
+    qids: list[str] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        qid = row.get("qid")
+        if not isinstance(qid, str) or not qid:
+            raise ConfigError(f"run {run_id} ({source}): case {i + 1} has no 'qid'; "
+                              "cases.jsonl must come from a ragbench job")
+        if qid in seen:
+            raise ConfigError(f"run {run_id} ({source}): case id {qid!r} appears twice; cases cannot be paired")
+        seen.add(qid)
+        qids.append(qid)
+    keys = sorted({k for row in rows for k, v in row.items() if _number(v) is not None})
+    n = len(rows)
+    fields: dict[str, np.ndarray] = {}
+    for key in keys:
+        col = np.full(n, np.nan)
+        for i, row in enumerate(rows):
+            v = _number(row.get(key))
+            if v is not None and math.isfinite(v):
+                col[i] = v
+        fields[key] = col
+    latency = [k for k in keys if k.startswith("latency/") and k.endswith("_ms") and k != "latency/total_ms"]
+    if latency and "latency/total_ms" not in fields:  # the whole case: the sum of its timed stages
+        stacked = np.vstack([fields[k] for k in latency])
+        total = np.nansum(stacked, axis=0)
+        total[np.all(np.isnan(stacked), axis=0)] = np.nan
+        fields["latency/total_ms"] = total
+    return RunCases(
+        run_id=run_id, name=name, dataset=dataset, dataset_sha256=dataset_sha256, topk=topk, qids=tuple(qids),
+        types=tuple(metric_name(str(row.get("question_type") or "unknown")) for row in rows),
+        ok=np.array([row.get("status", "ok") == "ok" for row in rows], dtype=bool), fields=fields,
+        rows=tuple(rows) if keep_rows else (), source=source, metrics=dict(metrics or {}),
+    )
+
+
+def save_baseline(path: Path, runs: Sequence[RunCases]) -> None:
+    """A committable JSON of these runs' per-case scores (no MLflow server needed to compare against it):
+    one case per line, so a diff shows which cases changed."""
+    blocks = []
+    for r in runs:
+        meta = {"run_id": r.run_id, "name": r.name, "config": r.config, "dataset": r.dataset,
+                "dataset_sha256": r.dataset_sha256, "topk": r.topk}
+        lines = []
+        for i, qid in enumerate(r.qids):
+            case: dict[str, Any] = {"qid": qid, "question_type": r.types[i], "status": "ok" if r.ok[i] else "failed"}
+            case.update({k: float(v[i]) for k, v in sorted(r.fields.items())
+                         if k != "latency/total_ms" and not k.startswith(_CHUNK_LEVEL) and not np.isnan(v[i])})
+            lines.append("   " + json.dumps(case, sort_keys=True, ensure_ascii=False))
+        head = json.dumps(meta, sort_keys=True, ensure_ascii=False)[:-1]
+        blocks.append(f" {head}, \"cases\": [\n" + ",\n".join(lines) + "\n ]}")
+    text = f'{{"format": "{BASELINE_FORMAT}", "runs": [\n' + ",\n".join(blocks) + "\n]}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def load_baseline(path: Path) -> list[RunCases]:
+    """The runs of a file written by ``save_baseline``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--baseline-file {path}: no such file; write one with --save-baseline {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--baseline-file {path}: not readable JSON ({exc}); "
+                          "write it again with --save-baseline") from None
+    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT or not isinstance(data.get("runs"), list):
+        raise ConfigError(f"--baseline-file {path}: not a ragbench baseline (expected \"format\": "
+                          f"\"{BASELINE_FORMAT}\"); write one with --save-baseline")
+    out = []
+    for i, run in enumerate(data["runs"]):
+        if not isinstance(run, dict) or not isinstance(run.get("cases"), list) or "dataset" not in run:
+            raise ConfigError(f"--baseline-file {path}: run {i + 1} lacks 'dataset' or 'cases'; "
+                              "write the file again with --save-baseline")
+        out.append(from_rows(run["cases"], run_id=str(run.get("run_id", f"file#{i}")),
+                             name=str(run.get("name", "")), dataset=str(run["dataset"]),
+                             dataset_sha256=str(run.get("dataset_sha256", "")), topk=run.get("topk"),
+                             source=str(path)))
+    if not out:
+        raise ConfigError(f"--baseline-file {path}: holds no runs; write it again with --save-baseline")
+    return out

@@ -1,0 +1,138 @@
+"""Which runs to compare, read from the MLflow store the jobs log to (a sqlite file or a server)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ragbench.compare.runcases import RunCases, from_rows
+from ragbench.errors import ConfigError
+
+
+def tracking_defaults() -> tuple[str, str]:
+    """(tracking uri, experiment) exactly as a job resolves them: conf/tracking/mlflow.yaml."""
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.load(str(resources.files("ragbench.conf").joinpath("tracking/mlflow.yaml")))
+    return str(conf.uri), str(conf.experiment)
+
+
+def open_store(uri: str) -> Any:
+    """An MlflowClient on ``uri``; a sqlite store that does not exist yet is a usage error, not a new store."""
+    from ragbench.tracking.mlflow_tracker import _client_for, _sqlite_dir
+
+    folder = _sqlite_dir(uri)
+    if folder is not None and not Path(uri[len("sqlite:///"):]).exists():
+        raise ConfigError(f"no MLflow store at {uri[len('sqlite:///'):]} (tracking uri {uri}); run from the folder "
+                          "the jobs ran in, or pass --tracking-uri")
+    return _client_for(uri)
+
+
+def _experiment_id(client: Any, experiment: str, uri: str) -> str:
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        raise ConfigError(f"no experiment {experiment!r} in {uri}; pass --experiment (the jobs' tracking.experiment)")
+    return str(exp.experiment_id)
+
+
+def _search(client: Any, exp_id: str, filter_string: str, what: str, **kwargs: Any) -> list[Any]:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return list(client.search_runs([exp_id], filter_string=filter_string, **kwargs))
+    except MlflowException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{what}: MLflow refused the filter {filter_string!r}: {first}") from None
+
+
+def find_runs(client: Any, uri: str, experiment: str, *, sweep: str | None = None, run_ids: Sequence[str] = (),
+              filter_string: str | None = None) -> tuple[list[Any], list[str]]:
+    """The selected MLflow runs (oldest first) and notes. ``sweep`` is a parent run id or ``latest``."""
+    from mlflow.exceptions import MlflowException
+
+    notes: list[str] = []
+    if run_ids:
+        runs = []
+        for rid in run_ids:
+            try:
+                runs.append(client.get_run(rid))
+            except MlflowException:
+                raise ConfigError(f"--runs: no run {rid!r} in {uri}; run ids are in the MLflow UI or "
+                                  "`ragbench.compare --sweep` output") from None
+    else:
+        exp_id = _experiment_id(client, experiment, uri)
+        if filter_string:
+            runs = _search(client, exp_id, f"{filter_string} and tags.`ragbench.role` = 'job'", "--filter",
+                           max_results=5000)
+            if not runs:
+                raise ConfigError(f"--filter {filter_string!r} matches no job run in experiment {experiment!r} of "
+                                  f"{uri}; params are flattened config keys in backticks, e.g. "
+                                  "params.`retrieval.topk` = '5'")
+            notes.append(f"runs: the {len(runs)} jobs matching {filter_string!r}")
+        else:
+            if not sweep or sweep == "latest":
+                parents = _search(client, exp_id, "tags.`ragbench.role` = 'sweep'", "--sweep", max_results=1,
+                                  order_by=["attributes.start_time DESC"])
+                if not parents:
+                    raise ConfigError(f"no sweep in experiment {experiment!r} of {uri}; run one "
+                                      "(python -m ragbench -m ...) or select runs with --runs / --filter")
+                sweep = str(parents[0].info.run_id)
+            runs = _search(client, exp_id, f"tags.mlflow.parentRunId = '{sweep}'", "--sweep", max_results=5000)
+            if not runs:
+                raise ConfigError(f"--sweep {sweep}: no job runs under that parent in {uri}; "
+                                  "give the sweep's parent run id (its run name is 'sweep <time>')")
+            notes.append(f"runs: the {len(runs)} jobs of sweep {sweep}")
+    skipped = [r for r in runs if r.info.status != "FINISHED"]
+    if skipped:
+        notes.append("skipped (not FINISHED): " + ", ".join(f"{r.info.run_name} ({r.info.status})" for r in skipped))
+    runs = sorted((r for r in runs if r.info.status == "FINISHED"), key=lambda r: (r.info.start_time or 0))
+    if not runs:
+        raise ConfigError(f"no FINISHED run among the {len(skipped)} selected; nothing to compare")
+    return runs, notes
+
+
+@contextlib.contextmanager
+def _quiet_downloads() -> Iterator[None]:
+    """No MLflow download progress bar per artifact (one per run would fill a sweep's log)."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def load_cases(client: Any, run: Any) -> RunCases:
+    """A run's ``cases.jsonl`` artifact as RunCases."""
+    rid = str(run.info.run_id)
+    with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
+        try:
+            with _quiet_downloads():
+                path = client.download_artifacts(rid, "cases.jsonl", dst_path=tmp)
+        except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
+            raise ConfigError(f"run {rid} ({run.info.run_name}): no cases.jsonl artifact ({type(exc).__name__}); "
+                              "only ragbench job runs can be compared") from None
+        text = Path(path).read_text(encoding="utf-8")
+    rows = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"run {rid}: cases.jsonl line {n} is not JSON ({exc.msg})") from None
+    tags, params = run.data.tags, run.data.params
+    topk = params.get("retrieval.topk")
+    return from_rows(rows, run_id=rid, name=str(run.info.run_name or rid),
+                     dataset=tags.get("ragbench.dataset") or params.get("dataset.name") or "unknown",
+                     dataset_sha256=tags.get("ragbench.dataset_sha256", ""),
+                     topk=int(topk) if topk and str(topk).isdigit() else None, metrics=dict(run.data.metrics))

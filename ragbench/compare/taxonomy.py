@@ -1,0 +1,120 @@
+"""Where each case's gold evidence was lost: not retrieved, ranked below k, dropped by expansion, or
+in the context but answered wrong. Read from what a run's cases.jsonl holds."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragbench.compare.comparison import ALL
+from ragbench.compare.runcases import RunCases
+
+NOT_RETRIEVED, BELOW_K, LOST_BY_EXPANSION = "not_retrieved", "ranked_below_k", "lost_by_expansion"
+ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD = "answered_wrong", "answered_right", "failed", "no_gold_evidence"
+CATEGORIES = (NOT_RETRIEVED, BELOW_K, LOST_BY_EXPANSION, ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD)
+CORRECT_AT = 0.5  # an answer scoring at least this (judge accuracy, else answer F1) counts as right
+_HIT_AT = re.compile(r"^retrieval/hit_at_(\d+)$")
+RANKED_FIELDS = ("ranked_ids", "ranked_chunk_ids")  # a deeper ranked list, when the case record has one
+QRELS_FIELDS = ("qrels", "chunk_qrels")
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """Counts per question type (``all`` included) and category, and how they were read."""
+
+    run: str
+    run_name: str
+    counts: Mapping[str, Mapping[str, int]]
+    topk: int | None
+    depth: int | None  # how deep the ranked list that separates "below k" from "not retrieved" goes
+    source: str
+    notes: tuple[str, ...]  # about this run's reading, without the run's name
+
+    def json(self) -> list[dict[str, Any]]:
+        return [{"run": self.run, "type": t, "topk": self.topk, "depth": self.depth, "source": self.source,
+                 **{c: counts.get(c, 0) for c in CATEGORIES}} for t, counts in self.counts.items()]
+
+
+def gold_ids(qrels: Any) -> set[str] | None:
+    """Relevant ids of a case's qrels: ``{id: grade}``, ``[id, ...]``, or per level
+    (``{"chunk": {...}, "unit": {...}}``, the chunk level matching the ranked chunk ids)."""
+    if isinstance(qrels, Mapping):
+        for level in ("chunk", "chunks"):
+            if isinstance(qrels.get(level), Mapping | list):
+                return gold_ids(qrels[level])
+        if qrels and all(isinstance(v, int | float) and not isinstance(v, bool) for v in qrels.values()):
+            return {str(k) for k, v in qrels.items() if v > 0}
+        return None if qrels else set()
+    if isinstance(qrels, list):
+        return {str(x) for x in qrels}
+    return None
+
+
+def _first(row: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    return next((row[n] for n in names if row.get(n) is not None), None)
+
+
+def _value(run: RunCases, key: str, i: int) -> float:
+    col = run.fields.get(key)
+    return float("nan") if col is None else float(col[i])
+
+
+def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, bool]:
+    """The category of case ``i``, and whether it was read from qrels and ranked ids."""
+    if not run.ok[i]:
+        return FAILED, False
+    row = run.rows[i] if run.rows else {}
+    gold = gold_ids(_first(row, QRELS_FIELDS))
+    ranked = _first(row, RANKED_FIELDS) or row.get("retrieved_ids")
+    by_ids = gold is not None and isinstance(ranked, list)
+    if by_ids:
+        if not gold:
+            return NO_GOLD, True
+        in_topk = any(str(x) in gold for x in ranked[:topk])
+        deeper = any(str(x) in gold for x in ranked[topk:])
+    else:
+        if np.isnan(_value(run, "retrieval/mrr", i)):
+            return NO_GOLD, False  # the job scores retrieval only for questions with matched evidence
+        in_topk = _value(run, f"retrieval/hit_at_{topk}", i) > 0
+        deeper = _value(run, "retrieval/mrr", i) > 0 or any(
+            _value(run, f"retrieval/hit_at_{j}", i) > 0 for j in range(topk + 1, metric_depth + 1))
+    if not in_topk:
+        return (BELOW_K if deeper else NOT_RETRIEVED), by_ids
+    if _value(run, "context/evidence_recall", i) == 0:
+        return LOST_BY_EXPANSION, by_ids
+    score = _value(run, "judge/accuracy", i)
+    if np.isnan(score):
+        score = _value(run, "answer/f1", i)
+    return (ANSWERED_RIGHT if score >= CORRECT_AT else ANSWERED_WRONG), by_ids
+
+
+def taxonomy(run: RunCases) -> Taxonomy:
+    """The failure taxonomy of one run, overall and per question type."""
+    ks = [int(m[1]) for k in run.fields if (m := _HIT_AT.match(k))]
+    metric_depth = max(ks, default=0)  # the job scores ranks down to max(1, 3, 5, top-k)
+    ranked_len = max((len(r.get("retrieved_ids") or []) for r in run.rows), default=0)
+    topk = run.topk or ranked_len or metric_depth
+    notes: list[str] = []
+    per_case = [classify(run, i, topk, metric_depth) for i in range(len(run.qids))]
+    from_ids = sum(by_ids for _, by_ids in per_case)
+    deep = max((len(_first(r, RANKED_FIELDS) or []) for r in run.rows), default=0)
+    if from_ids:
+        source, depth = "qrels and ranked ids in cases.jsonl", max(deep, ranked_len)
+    else:
+        source, depth = "per-case retrieval metrics (cases.jsonl has no qrels)", max(metric_depth, topk)
+    if depth <= topk:
+        notes.append(f"the ranked list is stored only to depth {depth} = top-k, so '{BELOW_K}' cannot be told "
+                     f"apart from '{NOT_RETRIEVED}' (gold not in the top {depth}); cases.jsonl with deeper ranked "
+                     "ids and qrels separates them")
+    counts: dict[str, Counter] = {ALL: Counter()}
+    for qtype, (category, _) in zip(run.types, per_case, strict=True):
+        counts[ALL][category] += 1
+        counts.setdefault(qtype, Counter())[category] += 1
+    ordered = {ALL: counts[ALL], **{t: counts[t] for t in sorted(counts) if t != ALL}}
+    return Taxonomy(run=run.run_id, run_name=run.name, counts={t: dict(c) for t, c in ordered.items()},
+                    topk=topk, depth=depth, source=source, notes=tuple(notes))

@@ -1,0 +1,105 @@
+"""Two real jobs (retrieval=bm25 vs dense on the LoCoMo sample) compared by ``python -m ragbench.compare``
+in a subprocess: table, JSON, report, the sweep parent's report, baseline files and the CI gate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """One real two-job sweep into a fresh sqlite store; returns (folder, {retriever: run}, parent run)."""
+    from mlflow import MlflowClient
+
+    cwd = tmp_path_factory.mktemp("compare")
+    proc = _python(["ragbench", "-m", "dataset=locomo", "retrieval=bm25,dense"], cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{cwd}/mlruns/mlflow.db")
+    exp = client.get_experiment_by_name("ragbench")
+    runs = client.search_runs([exp.experiment_id])
+    jobs = {r.data.params["retrieval.retriever._target_"].rsplit(".", 1)[-1]: r
+            for r in runs if r.data.tags.get("ragbench.role") == "job"}
+    parent = next(r for r in runs if r.data.tags.get("ragbench.role") == "sweep")
+    assert set(jobs) == {"BM25Retriever", "FaissRetriever"}
+    return cwd, {"bm25": jobs["BM25Retriever"], "dense": jobs["FaissRetriever"]}, parent, client
+
+
+def test_compare_latest_sweep_json_and_report(sweep):
+    cwd, jobs, _, _ = sweep
+    proc = _python(["ragbench.compare", "--json", "out/cmp.json", "--report", "out/report"], cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Holm correction" in proc.stdout and "failure taxonomy" in proc.stdout
+    assert "the best of 2 runs on answer/f1" in proc.stdout  # the default baseline is stated
+    doc = json.loads((cwd / "out/cmp.json").read_text())
+    recs = doc["records"]
+    keys = {"run", "baseline", "metric", "type", "n", "value", "baseline_value", "delta", "ci_low", "ci_high",
+            "p_value", "verdict"}
+    assert recs and all(keys <= set(r) for r in recs)
+    assert {r["metric"] for r in recs} == {"answer/f1", "retrieval/hit_at_5", "retrieval/mrr", "context/tokens",
+                                          "latency/generate_p50_ms"}
+    assert {"all", "temporal", "single_hop", "multi_hop"} <= {r["type"] for r in recs}
+    # over the full shared question set a run's value is exactly the metric its job logged
+    for name, run in jobs.items():
+        for metric in ("answer/f1", "retrieval/mrr", "retrieval/hit_at_5"):
+            rec = next(r for r in recs if r["run"] == run.info.run_id and r["metric"] == metric and r["type"] == "all")
+            assert rec["value"] == pytest.approx(run.data.metrics[metric], abs=1e-9), (name, metric)
+    assert {t["run"] for t in doc["taxonomy"]} == {j.info.run_id for j in jobs.values()}
+    for t in (t for t in doc["taxonomy"] if t["type"] == "all"):
+        counted = sum(t[c] for c in ("not_retrieved", "ranked_below_k", "lost_by_expansion", "answered_wrong",
+                                      "answered_right", "failed", "no_gold_evidence"))
+        assert counted == int(jobs["bm25"].data.metrics["cases/total"])
+    report = cwd / "out/report"
+    assert {"report.md", "comparison.json", "metrics_ci.png", "pareto.png", "by_type_heatmap.png"} <= {
+        p.name for p in report.iterdir()}
+
+
+def test_sweep_parent_holds_the_report(sweep):
+    _, _, parent, client = sweep
+    names = {a.path for a in client.list_artifacts(parent.info.run_id, "compare")}
+    assert {"compare/report.md", "compare/comparison.json", "compare/metrics_ci.png"} <= names
+
+
+def test_gate_against_better_baseline_and_itself(sweep):
+    cwd, jobs, _, _ = sweep
+    bm25, dense = jobs["bm25"].info.run_id, jobs["dense"].info.run_id
+    gate = ["--metric", "retrieval/mrr", "--fail-on-regression"]
+    # the MLflow way: bm25 ranks the LoCoMo evidence significantly better than dense on this sample
+    proc = _python(["ragbench.compare", "--runs", bm25, dense, "--baseline", bm25, *gate], cwd)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "REGRESSION" in proc.stdout and "retrieval/mrr" in proc.stdout
+    # the CI way: committed baseline files, no MLflow run needed for the baseline
+    assert _python(["ragbench.compare", "--runs", bm25, "--save-baseline", "bm25.json"], cwd).returncode == 0
+    assert _python(["ragbench.compare", "--runs", dense, "--save-baseline", "dense.json"], cwd).returncode == 0
+    proc = _python(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate], cwd)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    proc = _python(["ragbench", "compare", "--runs", dense, "--baseline-file", "dense.json", *gate], cwd)
+    assert proc.returncode == 0, proc.stdout[-3000:]  # `ragbench compare` is the same command
+    assert "gate: pass" in proc.stdout
+    # a generous tolerance lets the same regression through
+    proc = _python(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate, "--tolerance", "0.5"],
+                   cwd)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_usage_errors_exit_2(sweep):
+    cwd, jobs, _, _ = sweep
+    proc = _python(["ragbench.compare", "--runs", "0123456789abcdef"], cwd)
+    assert proc.returncode == 2 and "no run '0123456789abcdef'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = _python(["ragbench.compare", "--metric", "answer/f2"], cwd)
+    assert proc.returncode == 2 and "--metric answer/f2" in proc.stderr
