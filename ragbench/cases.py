@@ -14,6 +14,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
 from ragbench.expand import count_tokens
 from ragbench.judge.retrieval import retrieval_scores
+from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
 
@@ -29,6 +30,7 @@ class CaseRunner:
     def __init__(self, components: Components, cache: StageCache) -> None:
         self.c = components
         self.cache = cache
+        self.halted: str | None = None  # an endpoint breaker's message: later cases are not run
 
     def run(
         self,
@@ -45,6 +47,10 @@ class CaseRunner:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
         latency: dict[str, float] = {} if search_s is None else {"search": search_s}
+        if self.halted is not None:  # the endpoint is down or the key wrong: not run, failed, not lost
+            return CaseResult(query=query, hits=tuple(hits[: max(ks)]), contexts=(), answer=None, scores={},
+                              status="failed", error_type=LLMCircuitOpenError.__name__, error=self.halted[:500],
+                              latency=latency)
         scores: dict[str, float] = {}
         contexts: tuple = ()
         answer: Answer | None = None
@@ -95,7 +101,10 @@ class CaseRunner:
                 scores.update(self.verdict(judge, query, contexts, answer, answer_key))
             latency["judge"] = time.perf_counter() - t
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
-            log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
+            if isinstance(exc, LLMCircuitOpenError):
+                self.halted = str(exc)  # reported once, as the job's error (ragbench.outcome)
+            else:
+                log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
             return CaseResult(
                 query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                 status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,

@@ -60,3 +60,7 @@ class LLMError(RagbenchError):
 
 class CacheError(RagbenchError):
     """The stage cache is misconfigured or an entry is unreadable."""
+
+
+class JobFailedError(RagbenchError):
+    """A job ran, but too many of its cases failed for its figures to mean anything (max_failure_rate)."""

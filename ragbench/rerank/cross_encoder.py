@@ -92,6 +92,10 @@ class CrossEncoderReranker:
                 log.info("loaded cross-encoder %s on %s", path, self._encoder.device)
         return self._encoder
 
+    def preflight(self) -> None:
+        """Loads the weights before the case loop: a model that cannot load fails the job once."""
+        self._load()
+
     def score(self, query_text: str, texts: Sequence[str]) -> np.ndarray:
         """One relevance score per text for ``query_text`` (higher is better)."""
         if not texts:
