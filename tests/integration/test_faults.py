@@ -281,3 +281,21 @@ def test_a_smoke_sweep_whose_reranker_cannot_load_fails_once_per_job_and_exits_n
     loads = [line for line in _error_lines(proc.stderr) if "could not load cross-encoder" in line]
     assert len(loads) == 2  # once per job, before the case loop, not once per case
     assert not CASE_FAILED.search(proc.stderr) and "2 of 2 jobs failed" in proc.stdout + proc.stderr
+
+
+def test_a_smoke_sweep_whose_every_case_fails_exits_non_zero_with_scores_logged_as_zero(tmp_path):
+    proc = _ragbench(tmp_path, "-m", "experiment=smoke", "retrieval=bm25", "dataset=locomo",
+                     "llm._target_=tests.fixtures.components.FlakyAnswerer", "+llm.fail_every=1",
+                     "hydra.sweep.dir=multirun")
+    assert proc.returncode == 1
+    assert "1 of 1 jobs failed" in proc.stdout + proc.stderr
+    (line,) = [x for x in _error_lines(proc.stderr) if "JobFailedError" in x or "cases failed" in x]
+    assert "12 of 12 cases failed (failure rate 1.000 > max_failure_rate=0.5)" in line
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("ragbench").experiment_id],
+                              filter_string="tags.`ragbench.role` = 'job'")
+    (job,) = runs
+    assert job.info.status == "FAILED" and job.data.metrics["answer/f1"] == 0.0
+    assert job.data.metrics["answer/em"] == 0.0 and job.data.metrics["cases/failure_rate"] == 1.0
