@@ -284,11 +284,14 @@ class LLMClient:
         def retryable(exc: BaseException) -> bool:
             return isinstance(exc, EmptyReply) or (isinstance(exc, openai.OpenAIError) and classify(exc)[1])
 
+        def describe(exc: BaseException) -> str:  # litellm calls a refused connection InternalServerError
+            return (LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]).__name__
+
         with self._slots:
             if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
                 raise LLMCircuitOpenError(self.breaker.message)
             try:
-                result, _ = self.retry.run(attempt, retryable=retryable, what=self._where())
+                result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
             except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:
                 self._count("failures")
                 self._count("attempts", attempts)
