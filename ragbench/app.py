@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragbench import __version__
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
@@ -113,7 +114,8 @@ def job_hash(resolved: dict[str, Any]) -> str:
     from ragbench.cache.store import make_key
     from ragbench.tracking.job_log import git_commit
 
-    config = {k: v for k, v in resolved.items() if k not in ("tracking", "cache", "resume", "objective")}
+    config = {k: v for k, v in resolved.items() if k not in ("tracking", "cache", "resume", "objective",
+                                                                "max_failure_rate")}
     return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
 
 
@@ -154,6 +156,7 @@ def run(cfg: DictConfig) -> float | None:
     name, parent, multirun = _job_name()
     try:  # config errors first, before MLflow or any model is imported: they answer in about a second
         components, cache = build(cfg)
+        limit = max_failure_rate(cfg)
         built: RagbenchError | None = None
     except RagbenchError as exc:
         if not multirun:
@@ -170,6 +173,7 @@ def run(cfg: DictConfig) -> float | None:
     run_id = tracker.start_run(run_name=name, parent_run_id=parent,
                                tags={"ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash})
     status = "FAILED"
+    scored = False  # the job's metrics are logged (else a failure logs 0 for its answer scores)
     try:
         tracker.log_params(run_id, flatten(resolved))
         if built is not None:
@@ -180,19 +184,24 @@ def run(cfg: DictConfig) -> float | None:
             **_component_tags(components),
         })
         tracker.log_params(run_id, _component_params(components))
+        preflight(components)  # a component that cannot load fails the job here, once, not every case
         result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
                 topk=components.topk,
                 extra_tags={f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()})
-        status = "FINISHED"
+        scored = True
         job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=run_id)
+        check(result.cases, limit)  # too many failed cases, or an endpoint that kept refusing: FAILED
+        status = "FINISHED"
         return _objective(cfg, result.metrics)
     except KeyboardInterrupt:
         status = "KILLED"
         raise
     except RagbenchError as exc:
         tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
+        if built is None and not scored:
+            tracker.log_metrics(run_id, zero_scores(components.judges.values()))
         log.error("%s", exc)
         if multirun:
             return _objective(cfg, {}, failed=True)

@@ -15,6 +15,7 @@ from ragbench.errors import CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
 from ragbench.expand import count_tokens
 from ragbench.judge.retrieval import retrieval_scores
+from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
 
@@ -30,6 +31,7 @@ class CaseRunner:
     def __init__(self, components: Components, cache: StageCache) -> None:
         self.c = components
         self.cache = cache
+        self.halted: str | None = None  # an endpoint breaker's message: later cases are not run
 
     def run(
         self,
@@ -46,6 +48,10 @@ class CaseRunner:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
         latency: dict[str, float] = {} if search_s is None else {"search": search_s}
+        if self.halted is not None:  # the endpoint is down or the key wrong: not run, failed, not lost
+            return CaseResult(query=query, hits=tuple(hits[: max(ks)]), contexts=(), answer=None, scores={},
+                              status="failed", error_type=LLMCircuitOpenError.__name__, error=self.halted[:500],
+                              latency=latency)
         scores: dict[str, float] = {}
         contexts: tuple = ()
         answer: Answer | None = None
@@ -96,7 +102,10 @@ class CaseRunner:
         except CacheCorruptError:
             raise  # a corrupt entry under cache.mode=read_only stops the job: no case is scored from it
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
-            log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
+            if isinstance(exc, LLMCircuitOpenError):
+                self.halted = str(exc)  # reported once, as the job's error (ragbench.outcome)
+            else:
+                log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
             return CaseResult(
                 query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                 status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,

@@ -68,3 +68,7 @@ class CacheLockTimeout(CacheError):
 
 class CacheCorruptError(CacheError):
     """A cache entry failed its content check and the cache may not rebuild it (``cache.mode=read_only``)."""
+
+
+class JobFailedError(RagbenchError):
+    """A job ran, but too many of its cases failed for its figures to mean anything (max_failure_rate)."""

@@ -28,7 +28,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
-from ragbench.judge.aggregate import aggregate
+from ragbench.judge.aggregate import aggregate, score_keys
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import (
     Chunker,
@@ -229,7 +229,7 @@ class Pipeline:
                 cases.append(case)
                 self.progress("cases", n, len(queries))
         self.timings["cases"] = time.perf_counter() - start
-        metrics = aggregate(cases)
+        metrics = aggregate(cases, score_keys(c.judges.values()))
         search_s = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
         metrics["latency/search_mean_ms"] = 1000.0 * search_s / max(len(queries), 1)
         for key, value in match_stats(emaps).items():

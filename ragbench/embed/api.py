@@ -62,6 +62,10 @@ class APIEmbedder:
         self._dim = dimensions
         self._lock = threading.Lock()
 
+    def preflight(self) -> None:
+        """One tiny embedding request before the job's work (see ``LLMClient.preflight``)."""
+        self.client.preflight(kind="embedding")
+
     @property
     def identity(self) -> str:
         return (

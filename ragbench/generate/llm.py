@@ -37,6 +37,8 @@ class LLMGenerator:
         dataset: str | None = None,
         cache_dir: str | None = None,
         use_cache: bool = True,
+        max_reply_chars: int = 100_000,
+        max_consecutive_failures: int = 5,
     ) -> None:
         self.model = model
         self.dataset = dataset
@@ -59,12 +61,18 @@ class LLMGenerator:
             max_concurrency=max_concurrency,
             cache_dir=Path(cache_dir) if cache_dir else None,
             use_cache=use_cache,
+            max_reply_chars=max_reply_chars,
+            max_consecutive_failures=max_consecutive_failures,
             role="llm",
         )
 
     def params(self) -> dict[str, Any]:
         """Run params the config alone does not show: the prompt file and its content hash."""
         return {"llm/prompt_file": self.prompt.path, "llm/prompt_hash": self.prompt.hash}
+
+    def preflight(self) -> None:
+        """One tiny request before the case loop (see ``LLMClient.preflight``)."""
+        self.client.preflight()
 
     def answer(self, query: Query, contexts: Sequence[Context]) -> Answer:
         """The answer with ``[ref_N]`` markers moved into ``citations``; raises an LLMError subclass."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,18 @@ DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hi
 def is_score(key: str) -> bool:
     """True for answer-quality scores that a failed case contributes zero to."""
     return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)
+
+
+def score_keys(judges: Iterable[Any]) -> list[str]:
+    """The answer-quality keys the judges declare (``score_keys``): logged even when no case produced
+    them, so a job whose every case failed reports 0 for them, not nothing."""
+    return sorted({key for judge in judges for key in getattr(judge, "score_keys", ())})
+
+
+def end_to_end(case: CaseResult, key: str) -> float:
+    """The one rule for end-to-end figures: a failed case is 0 for every score, whatever partial
+    scores it holds (a lexical F1 computed before the LLM judge failed does not count)."""
+    return 0.0 if case.failed else case.scores.get(key, 0.0)
 
 
 def metric_name(text: str) -> str:
@@ -50,7 +63,7 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
                 out[key] = mean
             continue
         # end-to-end: every attempted case counts, a failed (or unjudged) case as zero
-        out[key] = float(sum(c.scores.get(key, 0.0) for c in cases) / len(cases))
+        out[key] = float(sum(end_to_end(c, key) for c in cases) / len(cases)) if cases else 0.0
         succ = _mean(c.scores[key] for c in ok if key in c.scores)
         if succ is not None:
             out[f"{key}_successful"] = succ
@@ -88,9 +101,10 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
     return out
 
 
-def aggregate(cases: Sequence[CaseResult]) -> dict[str, float]:
-    """Overall metrics plus ``by_type/<type>/<metric>`` for every question type."""
-    keys = sorted({k for c in cases for k in c.scores})
+def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict[str, float]:
+    """Overall metrics plus ``by_type/<type>/<metric>`` for every question type; ``declared`` score
+    keys (see ``score_keys``) are reported even when no case produced them."""
+    keys = sorted({k for c in cases for k in c.scores} | set(declared))
     out = summarize(cases, keys)
     by_type: dict[str, list[CaseResult]] = defaultdict(list)
     for c in cases:

@@ -33,6 +33,8 @@ class LexicalJudge:
     mentioned"; every gold of an unanswerable question) scores 1 when the answer refuses too --
     OpenViking's Heuristic_Refusal_Check, and the official Qasper evaluator's rule."""
 
+    score_keys = ("answer/em", "answer/f1")  # a job whose every case failed logs them as 0
+
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
         refused = is_refusal(answer.text)
         em = f1 = 0.0

@@ -50,6 +50,8 @@ class LLMJudge:
         max_concurrency: int = 8,
         cache_dir: str | None = None,
         use_cache: bool = True,
+        max_reply_chars: int = 100_000,
+        max_consecutive_failures: int = 5,
         rubrics: str = "default",
         dataset: str | None = None,
         metrics: Sequence[str] = METRICS,
@@ -101,6 +103,8 @@ class LLMJudge:
             max_concurrency=max_concurrency,
             cache_dir=Path(cache_dir) if cache_dir else None,
             use_cache=use_cache,
+            max_reply_chars=max_reply_chars,
+            max_consecutive_failures=max_consecutive_failures,
             role="judge",
         )
 
@@ -111,6 +115,16 @@ class LLMJudge:
     def tags(self) -> dict[str, str]:
         """Run tags: whether the judge is also the generator (allowed only with allow_same_model)."""
         return {"judge.same_model": str(self.same_model).lower(), "judge.model": self.model}
+
+    def preflight(self) -> None:
+        """One tiny request before the case loop (see ``LLMClient.preflight``)."""
+        self.client.preflight()
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        """The answer-quality keys this judge scores (a job whose every case failed logs them as 0)."""
+        score = ("judge/score",) if "accuracy" in self.metrics else ()
+        return (*score, *(f"judge/{m}" for m in self.metrics))
 
     def _rubric(self, metric: str) -> Rubric:
         if metric == "accuracy":

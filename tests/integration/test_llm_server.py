@@ -235,23 +235,23 @@ def test_job_end_to_end_failures_counted_and_key_never_logged(server, tmp_path):
     ok = _job(server, tmp_path, "ok")
     assert ok.returncode == 0, ok.stderr[-3000:]
     calls = server.count
-    assert calls == 6 * 5  # six answers, four rubrics each
+    assert calls == 2 + 6 * 5  # the generator's and the judge's preflight, six answers, four rubrics each
     server.reset()
     server.script(*[Step(status=500)] * 200)
-    # another generator model: nothing cached for it, every case fails after its retries
+    # another generator model: nothing cached for it; its preflight fails, the job fails once, up front
     failing = _job(server, tmp_path, "failing", "llm.model=openai/other-gen-model")
-    assert failing.returncode == 0, failing.stderr[-3000:]  # the job completes
-    assert server.count == 6 * 2  # every case: the first attempt and one retry (llm.num_retries=1)
+    assert failing.returncode == 1, failing.stderr[-3000:]
+    assert server.count == 2  # the preflight: the first attempt and one retry (llm.num_retries=1)
     assert {r["model"] for r in server.requests} == {"other-gen-model"}
     first, second = _metrics(tmp_path)
     assert first["cases/failed"] == 0 and first["judge/score"] == 4.0 and first["judge/judge_failed"] == 0.0
     assert first["tokens/prompt_total"] > 0 and "latency/generate_p95_ms" in first
-    assert second["cases/failed"] == 6 and second["cases/failure_rate"] == 1.0
+    assert second["answer/f1"] == 0.0 and second["judge/accuracy"] == 0.0 and "cases/failed" not in second
     server.reset()
     again = _job(server, tmp_path, "rerun")  # same config as the first job: all from cache
     assert again.returncode == 0 and server.count == 0
     texts = [ok.stdout, ok.stderr, failing.stdout, failing.stderr, again.stdout, again.stderr]
     blobs = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(b"LLMServerError" in b for b in blobs)  # the failure class was recorded
+    assert any(b"LLMServerError: preflight request" in b for b in blobs)  # the failure class was recorded
     assert all(SECRET not in t for t in texts)
     assert all(SECRET.encode() not in b for b in blobs)  # mlflow.db, artifacts, Hydra logs, cache

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ragbench.judge.aggregate import aggregate, metric_name, percentile_ms
+from ragbench.judge.aggregate import aggregate, end_to_end, metric_name, percentile_ms, score_keys
 from ragbench.types import Answer, CaseResult, Query, Usage
 
 
@@ -32,6 +32,39 @@ def test_end_to_end_vs_successful_only():
     assert m["by_type/x/answer/f1"] == pytest.approx(0.75)
     assert m["by_type/y/answer/f1"] == 0.0
     assert m["by_type/y/cases/failed"] == 1
+
+
+def test_a_failed_case_scores_zero_whatever_partial_scores_it_holds():
+    # the lexical judge scored F1 1.0, then the LLM judge failed: the case failed, so it counts 0
+    partial = CaseResult(
+        query=Query(qid="p", text="?", answers=("a",), question_type="x"), hits=(), contexts=(), answer=None,
+        scores={"answer/f1": 1.0, "answer/em": 1.0, "retrieval/mrr": 0.5}, status="failed",
+        error_type="LLMServerError",
+    )
+    ok = case("x", f1=0.5)
+    m = aggregate([partial, ok])
+    assert end_to_end(partial, "answer/f1") == 0.0 and end_to_end(ok, "answer/f1") == 0.5
+    assert m["answer/f1"] == pytest.approx(0.25) and m["answer/em"] == 0.0
+    assert m["answer/f1_successful"] == pytest.approx(0.5)
+    assert m["answer/f1"] <= m["answer/f1_successful"]
+    assert m["retrieval/mrr"] == 0.5  # retrieval did run: its figures are kept
+    assert m["by_type/x/answer/f1"] == pytest.approx(0.25)
+
+
+def test_declared_keys_are_zero_when_every_case_failed():
+    class Lexical:
+        score_keys = ("answer/em", "answer/f1")
+
+    class Judge:
+        score_keys = ("judge/accuracy", "judge/score")
+
+    keys = score_keys([Lexical(), Judge(), object()])
+    assert keys == ["answer/em", "answer/f1", "judge/accuracy", "judge/score"]
+    m = aggregate([case("x", failed=True), case("y", failed=True)], keys)
+    assert {k: m[k] for k in keys} == dict.fromkeys(keys, 0.0)
+    assert m["by_type/y/judge/accuracy"] == 0.0
+    assert "answer/f1_successful" not in m  # no successful case: that figure does not exist
+    assert aggregate([], keys)["answer/f1"] == 0.0
 
 
 def test_refusal_accuracy_and_false_refusal_rate():

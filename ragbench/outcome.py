@@ -1,0 +1,69 @@
+"""A job's outcome: its components checked once before the case loop, and FAILED when too many cases
+failed (``max_failure_rate``) or an endpoint's circuit breaker stopped the loop."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragbench.errors import ConfigError, JobFailedError
+from ragbench.judge.aggregate import score_keys
+from ragbench.llm.errors import LLMCircuitOpenError
+from ragbench.types import CaseResult
+
+if TYPE_CHECKING:
+    from ragbench.pipeline import Components
+
+# More than half the cases failed: the end-to-end figures are then mostly the zeros of failed cases,
+# a measure of the fault rather than of the configuration, and a sweep ranking would be decided by
+# it. A job whose every case failed always fails; a few transient failures (a 429 storm, one odd
+# reply) do not. CI gates that want no failures set max_failure_rate=0.
+DEFAULT_MAX_FAILURE_RATE = 0.5
+
+
+def max_failure_rate(cfg: Mapping[str, Any]) -> float:
+    """The validated top-level ``max_failure_rate`` (a share of cases in [0, 1])."""
+    value = cfg.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
+        raise ConfigError(
+            f"max_failure_rate={value!r} is invalid; use a share of cases in [0, 1] (default "
+            f"{DEFAULT_MAX_FAILURE_RATE}): a job whose share of failed cases is above it ends FAILED"
+        )
+    return float(value)
+
+
+def preflight(components: Components) -> None:
+    """Loads or contacts, once and before any case, every component the case loop calls: cross-encoder
+    weights, the generator and judges (one tiny request to a remote model), an API embedder."""
+    c = components
+    parts: list[Any] = [*c.rerankers, c.generator, *c.judges.values()]
+    if c.embedder is not None and (c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)):
+        parts.insert(0, c.embedder)
+    for part in parts:
+        check = getattr(part, "preflight", None)
+        if callable(check):
+            check()
+
+
+def zero_scores(judges: Iterable[Any]) -> dict[str, float]:
+    """The end-to-end figures of a job that stopped before scoring any case: 0 for every declared key."""
+    return {key: 0.0 for key in score_keys(judges)}
+
+
+def check(cases: Sequence[CaseResult], limit: float) -> None:
+    """Raises when the job must end FAILED: an endpoint breaker tripped, or too many cases failed."""
+    for case in cases:
+        if case.error_type == LLMCircuitOpenError.__name__:
+            raise LLMCircuitOpenError(case.error or "an LLM endpoint failed too often in a row")
+    failed = [case for case in cases if case.failed]
+    rate = len(failed) / len(cases) if cases else 0.0
+    if rate > limit:
+        first = failed[0]
+        raise JobFailedError(
+            f"{len(failed)} of {len(cases)} cases failed (failure rate {rate:.3f} > max_failure_rate={limit:g}); "
+            f"the run is FAILED, its metrics are logged (a failed case scores 0); first error, case "
+            f"{first.query.qid}: {first.error_type}: {' '.join((first.error or '').split())[:200]}; "
+            f"fix: see the errors in cases.jsonl, or raise max_failure_rate (1 keeps every job)"
+        )
