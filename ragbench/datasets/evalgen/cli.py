@@ -59,7 +59,7 @@ def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], str
     reader = FileReader(dataset=adapter.name, root=adapter.root())
     stats: dict[str, int] = defaultdict(int)
     docs, _ = adapter._documents(reader, stats)  # noqa: SLF001 - the adapter's own reading of the folder
-    return docs, fingerprint(reader.digests(), {}), dict(stats), str(reader.root / adapter.docs_dir)
+    return docs, fingerprint(reader.digests(), {}), dict(stats), str((reader.root / adapter.docs_dir).resolve())
 
 
 def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> LLMClient:

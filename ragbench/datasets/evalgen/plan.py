@@ -132,5 +132,10 @@ def plan(tree: ChunkTree, *, n: int, weights: Mapping[str, float], seed: int, mi
 
 def passages(tree: ChunkTree, slot: Slot) -> list[Passage]:
     """The passages a slot shows the model (heading path as the title)."""
-    return [Passage(chunk_id=cid, title=" > ".join(h for h in tree[cid].heading if h), text=tree[cid].text)
-            for cid in slot.chunk_ids]
+    out = []
+    for cid in slot.chunk_ids:
+        parts = [h for h in tree[cid].heading if h]
+        if len(parts) > 1 and parts[1].startswith(parts[0]):  # a section title that already names the document
+            parts = parts[1:]
+        out.append(Passage(chunk_id=cid, title=" > ".join(parts), text=tree[cid].text))
+    return out
