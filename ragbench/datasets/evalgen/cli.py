@@ -41,8 +41,12 @@ def compose(overrides: list[str]) -> DictConfig:
         with initialize_config_dir(config_dir=str(CONF_ROOT), version_base="1.3"):
             return hydra_compose(config_name="generate", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(f"{exc}".splitlines()[0] + "\n  fix: see `python -m ragbench.datasets generate --help`"
-                          " and the options of each config group") from None
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(
+            ("To append", "full_key", "object_type", "reference_type"))]  # "+key" would be ignored here
+        lines = lines[:lines.index("Config search path:")] if "Config search path:" in lines else lines
+        text = lines[0] + (f"; {lines[1]} {', '.join(lines[2:])}".rstrip() if len(lines) > 1 else "")
+        raise ConfigError(text + "\n  fix: see the keys of conf/generate.yaml and the options of each config "
+                          "group (`python -m ragbench.datasets generate --help`)") from None
 
 
 def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], str]:
