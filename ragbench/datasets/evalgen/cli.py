@@ -79,17 +79,18 @@ def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> 
 def _progress() -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("generate: kept {task.fields[kept]}"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn("generate: kept {task.fields[kept]}, ${task.fields[cost]:.4f}"), BarColumn(),
+                   MofNCompleteColumn(),
                    TimeRemainingColumn(), disable=not sys.stderr.isatty(), transient=True)
     state: dict[str, Any] = {"task": None, "last": -1}
 
-    def tick(done: int, total: int, kept: int) -> None:
+    def tick(done: int, total: int, kept: int, cost: float) -> None:
         if state["task"] is None:
             bar.start()
-            state["task"] = bar.add_task("generate", total=total, kept=kept)
-        bar.update(state["task"], completed=done, kept=kept)
+            state["task"] = bar.add_task("generate", total=total, kept=kept, cost=cost)
+        bar.update(state["task"], completed=done, kept=kept, cost=cost)
         if not sys.stderr.isatty() and (done == total or done - state["last"] >= max(total // 10, 1)):
-            log.info("generate: %d/%d slots, %d kept", done, total, kept)
+            log.info("generate: %d/%d slots, %d kept, $%.4f so far", done, total, kept, cost)
             state["last"] = done
 
     tick.stop = bar.stop  # type: ignore[attr-defined]
@@ -155,6 +156,9 @@ def cmd_generate(overrides: list[str]) -> int:
     gen_client = client(llm, role="llm")
     critic_client = client(llm, role="critic", overrides={
         k: critic_cfg[k] for k in ("model", "api_base", "api_key_env", "temperature", "max_tokens")})
+    if critic_cfg.model == llm.model:
+        log.warning("the critic is the generator's model (%s): a model grading its own questions is lenient; "
+                    "set critic.model (and critic.api_key_env) to another one", llm.model)
     identity = {
         "documents": doc_fp, "chunker": dict(chunker.params()), "prompt": prompts.sha256, "seed": int(cfg.seed),
         "n": n, "attempts": attempts, "types": weights, "min_words": int(cfg.min_words),

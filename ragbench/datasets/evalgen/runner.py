@@ -158,7 +158,7 @@ class SlotWorker:
         return Outcome(slot=slot.index, question_type=slot.question_type, status="kept", item=item, cost_usd=cost)
 
 
-Progress = Callable[[int, int, int], None]  # (slots done, slots planned, items kept)
+Progress = Callable[[int, int, int, float], None]  # (slots done, slots planned, items kept, cost so far)
 
 
 def run(slots: Sequence[Slot], worker: Callable[[Slot], Outcome], journal: Journal, dedup: Deduplicator,
@@ -171,7 +171,11 @@ def run(slots: Sequence[Slot], worker: Callable[[Slot], Outcome], journal: Journ
         dedup.add(str(o.item["question"]), str(o.item["id"]))
     todo = deque(s for s in slots if s.index not in journal.done)
     done = len(slots) - len(todo)
-    tick = progress or (lambda done, total, kept: None)
+    report = progress or (lambda done, total, kept, cost: None)
+
+    def tick(done: int, total: int, kept: int) -> None:
+        report(done, total, kept, result.cost_usd())
+
     tick(done, len(slots), len(result.kept))
     window: deque[Future[Outcome]] = deque()
     with ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="evalgen") as pool:
