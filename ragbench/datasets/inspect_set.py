@@ -121,6 +121,17 @@ def _tree(folder: Path, chunker_params: Mapping[str, Any]) -> tuple[ChunkTree, s
     return HierarchicalChunker(**params).chunk(docs), fingerprint(reader.digests(), {})
 
 
+def _examples(samples: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Up to ``k`` samples, one question type after another (the file's order within a type)."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for s in samples:
+        by_type.setdefault(str(s.get("question_type")), []).append(s)
+    out: list[dict[str, Any]] = []
+    for i in range(max((len(v) for v in by_type.values()), default=0)):
+        out.extend(v[i] for v in by_type.values() if i < len(v))
+    return out[:k]
+
+
 def inspect_file(path: Path, *, docs: str | None = None, examples: int = 3) -> int:
     """Prints the report of ``path``; the documents folder defaults to the one recorded at generation."""
     from rich.console import Console
@@ -150,7 +161,7 @@ def inspect_file(path: Path, *, docs: str | None = None, examples: int = 3) -> i
     console.print("evidence matched against the documents: "
                   + (f"{rate:.0%}" if rate is not None else "not checked")
                   + f" ({', '.join(f'{k} {v}' for k, v in sorted(report.evidence_how.items())) or 'no quotes'})")
-    for row in [s for s in samples if isinstance(s, dict)][:examples]:
+    for row in _examples([s for s in samples if isinstance(s, dict)], examples):
         quotes = "; ".join(str(e.get("quote", "")) for e in row.get("evidence") or [] if isinstance(e, dict))
         console.print(f"- [bold]{row.get('id')}[/bold] ({row.get('question_type')}, {row.get('difficulty')}): "
                       f"{row.get('question')}\n  answer: {row.get('reference_answer')}\n  quotes: {quotes or '-'}")

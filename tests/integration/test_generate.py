@@ -154,6 +154,18 @@ def test_a_malformed_reply_is_retried_or_dropped_and_counted(tmp_path, docs, llm
     assert len(data["samples"]) == (0 if dropped else 1)
 
 
+def test_concurrency_does_not_change_the_set(tmp_path, docs, llm):
+    one = generate(tmp_path / "one", docs, llm, "n=5")["samples"]
+    llm.reset()
+    llm.delay_s = 0.05
+    try:
+        four = generate(tmp_path / "four", docs, llm, "n=5", "llm.max_concurrency=4")["samples"]
+    finally:
+        llm.delay_s = 0.0
+    assert llm.max_in_flight > 1
+    assert [s["id"] for s in one] == [s["id"] for s in four] and one == four  # decided in slot order
+
+
 def test_failed_calls_are_counted_and_asked_again_by_the_next_run(tmp_path, docs, llm):
     llm.script(Step(status=500), Step(status=500))  # num_retries=1: both attempts of the first call
     data = generate(tmp_path, docs, llm, "n=3", "max_attempts=3")
