@@ -107,14 +107,15 @@ def inspect_samples(samples: Sequence[Any], tree: ChunkTree | None, *, file: str
                      by_type_difficulty=dict(cross), answerable=answerable, evidence_how=dict(how), bad=bad)
 
 
-def _tree(folder: Path, chunker_params: Mapping[str, Any]) -> tuple[ChunkTree, str]:
+def _tree(read: Mapping[str, str], chunker_params: Mapping[str, Any]) -> tuple[ChunkTree, str]:
     from collections import defaultdict
 
     from ragbench.datasets.base import FileReader, fingerprint
     from ragbench.datasets.custom import CustomAdapter
     from ragbench.ingest.hierarchical import HierarchicalChunker
 
-    adapter = CustomAdapter(name="custom", path=str(folder))
+    adapter = CustomAdapter(name="custom", path=read["dataset_path"], docs_dir=read.get("docs_dir") or ".",
+                            text_encoding=read.get("text_encoding") or "utf-8")
     reader = FileReader(dataset="custom", root=adapter.root())
     docs, _ = adapter._documents(reader, defaultdict(int))  # noqa: SLF001 - the adapter's own folder reading
     params = {k: v for k, v in chunker_params.items() if k != "chunker"}
@@ -139,11 +140,13 @@ def inspect_file(path: Path, *, docs: str | None = None, examples: int = 3) -> i
 
     samples, meta = read_set(path)
     prov = meta.get("provenance") or {}
+    read = {"dataset_path": docs, "docs_dir": ".", "text_encoding": prov.get("text_encoding") or "utf-8"} if docs \
+        else {k: prov[k] for k in ("dataset_path", "docs_dir", "text_encoding") if prov.get(k)}
     folder = Path(docs or prov.get("documents_folder") or "")
     console = Console()
     tree = None
-    if docs or prov.get("documents_folder"):
-        tree, fp = _tree(folder, prov.get("chunker") or {})
+    if read.get("dataset_path"):
+        tree, fp = _tree(read, prov.get("chunker") or {})
         if prov.get("documents") and prov["documents"] != fp:
             console.print(f"[yellow]the documents in {folder} changed since the set was generated[/yellow]")
     else:

@@ -49,8 +49,9 @@ def compose(overrides: list[str]) -> DictConfig:
                           "group (`python -m ragbench.datasets generate --help`)") from None
 
 
-def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], str]:
-    """(documents, fingerprint of their bytes, skip counters, folder) of the ``dataset=custom`` corpus."""
+def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], dict[str, str]]:
+    """(documents, fingerprint of their bytes, skip counters, how they were read) of the ``dataset=custom``
+    corpus; ``inspect`` reads the folder again the same way."""
     from hydra.utils import instantiate
 
     from ragbench.datasets.base import FileReader, fingerprint
@@ -63,7 +64,10 @@ def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], str
     reader = FileReader(dataset=adapter.name, root=adapter.root())
     stats: dict[str, int] = defaultdict(int)
     docs, _ = adapter._documents(reader, stats)  # noqa: SLF001 - the adapter's own reading of the folder
-    return docs, fingerprint(reader.digests(), {}), dict(stats), str((reader.root / adapter.docs_dir).resolve())
+    read = {"dataset_path": str(reader.root.resolve()), "docs_dir": adapter.docs_dir,
+            "text_encoding": adapter.text_encoding,
+            "documents_folder": str((reader.root / adapter.docs_dir).resolve())}
+    return docs, fingerprint(reader.digests(), {}), dict(stats), read
 
 
 def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> LLMClient:
@@ -138,7 +142,8 @@ def cmd_generate(overrides: list[str]) -> int:
     n = int(cfg.n)
     if n < 1:
         raise ConfigError(f"n must be >= 1, got {n}")
-    docs, doc_fp, skipped, folder = documents(cfg)
+    docs, doc_fp, skipped, read = documents(cfg)
+    folder = read["documents_folder"]
     chunker = instantiate(cfg.chunker)
     tree = chunker.chunk(docs)
     prompts = load_generation_prompts(str(cfg.prompt))
@@ -190,7 +195,7 @@ def cmd_generate(overrides: list[str]) -> int:
         "format": "easyrag-evaluation-set", "generated_by": f"ragbench {__version__}",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": {**identity, "prompt_file": prompts.path, "prompt_hash": prompts.hash,
-                       "documents_folder": folder, "documents_count": len(docs)},
+                       **read, "documents_count": len(docs)},
         "counts": {"kept": len(samples), "tried": len(result.outcomes), "dropped": dict(result.dropped()),
                    "by_type": dict(Counter(s["question_type"] for s in samples)),
                    "by_difficulty": dict(Counter(s["difficulty"] for s in samples))},
