@@ -154,6 +154,17 @@ def test_a_malformed_reply_is_retried_or_dropped_and_counted(tmp_path, docs, llm
     assert len(data["samples"]) == (0 if dropped else 1)
 
 
+def test_the_critic_checks_an_unanswerable_question_against_the_whole_corpus(tmp_path, docs, llm):
+    only = [f"types.{t}=0" for t in ("factual", "multi_hop", "comparison", "temporal")]
+    data = generate(tmp_path, docs, llm, "n=1", "max_attempts=1", "types.unanswerable=1", "critic.related=2", *only)
+    (item,) = data["samples"]
+    assert not item["answerable"] and item["evidence"] == [] and item["reference_answer"] is None
+    (gen,) = [r for r in llm.requests if r["model"] == "gen-model"]
+    (crit,) = [r for r in llm.requests if r["model"] == "critic-model"]
+    shown = lambda r: r["messages"][1]["content"].count("<passage id=")  # noqa: E731
+    assert shown(gen) == 1 and shown(crit) == 3  # its own passage and the 2 best BM25 paragraphs
+
+
 def test_concurrency_does_not_change_the_set(tmp_path, docs, llm):
     one = generate(tmp_path / "one", docs, llm, "n=5")["samples"]
     llm.reset()

@@ -169,7 +169,8 @@ def cmd_generate(overrides: list[str]) -> int:
         "n": n, "attempts": attempts, "types": weights, "min_words": int(cfg.min_words),
         "generator": {"model": llm.model, "temperature": llm.temperature, "max_tokens": llm.max_tokens},
         "critic": {"model": critic_cfg.model, "temperature": critic_cfg.temperature,
-                   "max_tokens": critic_cfg.max_tokens, "threshold": int(critic_cfg.threshold)},
+                   "max_tokens": critic_cfg.max_tokens, "threshold": int(critic_cfg.threshold),
+                   "related": int(critic_cfg.related)},
         "dedup": {"method": str(cfg.dedup.method), "threshold": float(cfg.dedup.threshold),
                   "embedder": embedder.identity if embedder is not None else None},
         "parse_retries": int(cfg.parse_retries),
@@ -179,7 +180,7 @@ def cmd_generate(overrides: list[str]) -> int:
     if journal.done:
         log.info("resuming: %d of %d slots already done in %s", len(journal.done), len(slots), journal.path)
     settings = Settings(n=n, threshold=int(critic_cfg.threshold), parse_retries=int(cfg.parse_retries),
-                        max_concurrency=int(llm.max_concurrency))
+                        max_concurrency=int(llm.max_concurrency), related=int(critic_cfg.related))
     worker = SlotWorker(tree=tree, prompts=prompts, generator=gen_client, critic=critic_client, settings=settings)
     tick = _progress()
     try:

@@ -130,10 +130,10 @@ def plan(tree: ChunkTree, *, n: int, weights: Mapping[str, float], seed: int, mi
     return slots
 
 
-def passages(tree: ChunkTree, slot: Slot) -> list[Passage]:
-    """The passages a slot shows the model (heading path as the title)."""
+def passages(tree: ChunkTree, chunk_ids: Sequence[str]) -> list[Passage]:
+    """The passages shown to a model (heading path as the title)."""
     out = []
-    for cid in slot.chunk_ids:
+    for cid in chunk_ids:
         parts = [h for h in tree[cid].heading if h]
         if len(parts) > 1 and parts[1].startswith(parts[0]):  # a section title that already names the document
             parts = parts[1:]

@@ -4,6 +4,7 @@ evidence matcher, ask the critic, drop near-duplicates, and journal the outcome 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +24,8 @@ from ragbench.datasets.evalgen.prompts import (
 from ragbench.errors import LLMError
 from ragbench.evidence import EvidenceMatcher, covers
 from ragbench.llm.errors import LLMAuthError, LLMConnectionError
-from ragbench.types import ChunkTree, Evidence, Query
+from ragbench.retrieval.bm25 import BM25Retriever
+from ragbench.types import ChunkTree, Evidence, Level, Query
 
 if TYPE_CHECKING:
     from ragbench.llm.client import LLMClient
@@ -42,6 +44,7 @@ class Settings:
     threshold: int = 3
     parse_retries: int = 1
     max_concurrency: int = 4
+    related: int = 3  # corpus paragraphs (BM25) the critic also reads for an unanswerable question
 
 
 @dataclass
@@ -75,6 +78,21 @@ class SlotWorker:
         self.critic = critic
         self.settings = settings
         self.matcher = EvidenceMatcher(tree)
+        self._bm25: BM25Retriever | None = None
+        self._lock = threading.Lock()
+
+    def related(self, question: str, exclude: Sequence[str]) -> list[str]:
+        """The paragraphs of the whole corpus that BM25 ranks best for ``question`` (``exclude`` left out):
+        an "unanswerable" question is checked against them, not only against its own passages."""
+        if self.settings.related < 1:
+            return []
+        with self._lock:  # one index, built on first use; bm25s scoring is not documented as thread-safe
+            if self._bm25 is None:
+                paras = self.tree.at_level(Level.PARAGRAPH)
+                self._bm25 = BM25Retriever()
+                self._bm25.build(ids=[c.chunk_id for c in paras], texts=[c.text for c in paras])
+            hits = self._bm25.search(texts=[question], k=self.settings.related + len(exclude))[0]
+        return [h.chunk_id for h in hits if h.chunk_id not in exclude][: self.settings.related]
 
     def _ask(self, client: LLMClient, messages: list[dict[str, str]], parse: Callable[[str], T]
              ) -> tuple[T | None, str, float]:
@@ -122,7 +140,7 @@ class SlotWorker:
         return out, "", ""
 
     def __call__(self, slot: Slot) -> Outcome:
-        ps = passages(self.tree, slot)
+        ps = passages(self.tree, slot.chunk_ids)
 
         def dropped(reason: str, detail: str, cost: float) -> Outcome:
             return Outcome(slot=slot.index, question_type=slot.question_type, status="dropped", reason=reason,
@@ -136,7 +154,10 @@ class SlotWorker:
             evidence, reason, quote = self._evidence(draft, slot)
             if reason:
                 return dropped(reason, quote, cost)
-            scores, problem, critic_cost = self._ask(self.critic, self.prompts.critic(draft, ps), parse_scores)
+            shown = ps
+            if draft.question_type == "unanswerable":
+                shown = ps + passages(self.tree, self.related(draft.question, slot.chunk_ids))
+            scores, problem, critic_cost = self._ask(self.critic, self.prompts.critic(draft, shown), parse_scores)
         except (LLMAuthError, LLMConnectionError):
             raise  # every later call would fail the same way: stop and say how to fix it
         except LLMError as exc:
@@ -181,7 +202,8 @@ def run(slots: Sequence[Slot], worker: Callable[[Slot], Outcome], journal: Journ
     with ThreadPoolExecutor(max_workers=settings.max_concurrency, thread_name_prefix="evalgen") as pool:
         try:
             while (todo or window) and len(result.kept) < settings.n:
-                while todo and len(window) < settings.max_concurrency:
+                # look ahead no further than the items still missing: fewer calls past the n-th kept item
+                while todo and len(window) < min(settings.max_concurrency, settings.n - len(result.kept)):
                     window.append(pool.submit(worker, todo.popleft()))
                 outcome = window.popleft().result()
                 done += 1

@@ -85,5 +85,5 @@ def test_short_paragraphs_are_never_evidence():
 def test_passages_carry_the_heading_path():
     tree = tree_of(corpus(n_docs=1))
     slot = plan(tree, n=1, weights={"factual": 1}, seed=0)[0]
-    (p,) = passages(tree, slot)
+    (p,) = passages(tree, slot.chunk_ids)
     assert p.title.startswith("Doc 0 > Part") and p.text == tree[slot.chunk_ids[0]].text
