@@ -116,13 +116,30 @@ def test_written_set_loads_with_dataset_custom(tmp_path, docs, llm):
     assert main(["inspect", str(tmp_path / "eval.json")]) == 0
 
 
-def test_a_quote_not_in_the_documents_is_dropped_with_its_reason(tmp_path, docs, llm):
-    bogus = {"question": "When does the ferry fly to the moon?", "answer": "Sundays",
-             "quotes": ["The ferry flies to the moon every Sunday at dawn."], "question_type": "factual"}
-    llm.script(Step(text=json.dumps(bogus)))
+ELSEWHERE = {"lamp": "The ferry line opened on 12 May 1998", "": "The lamp was converted from oil to electricity"}
+
+
+@pytest.mark.parametrize("quote,reason", [
+    ("The ferry flies to the moon every Sunday at dawn.", "quote_not_found"),
+    (None, "quote_outside_passages"),  # a sentence of the documents, but not of the passage shown
+    ("7:15", "quote_too_short"),
+], ids=["not-in-documents", "other-passage", "too-short"])
+def test_a_quote_that_does_not_check_out_is_dropped_with_its_reason(tmp_path, docs, llm, quote, reason):
+    first = []
+
+    def responder(body):
+        content = body["messages"][1]["content"]
+        if first or '"groundedness"' in body["messages"][0]["content"]:
+            return generation_reply(body)
+        first.append(1)
+        chosen = quote or ELSEWHERE["lamp" if "lamp was converted" in content else ""]
+        return json.dumps({"question": "When does the ferry leave the pier?", "answer": "7:15",
+                           "quotes": [chosen], "question_type": "factual"})
+
+    llm.responder = responder
     data = generate(tmp_path, docs, llm, "n=2", "max_attempts=2", "types.factual=1", "types.multi_hop=0",
                     "types.comparison=0", "types.temporal=0", "types.unanswerable=0")
-    assert data["metadata"]["counts"]["dropped"] == {"quote_not_found": 1}
+    assert data["metadata"]["counts"]["dropped"] == {reason: 1}
     assert [s["id"] for s in data["samples"]] == ["gen_00001"]
     assert llm.count == 3  # no critic call for the dropped item: generator, generator, critic
 

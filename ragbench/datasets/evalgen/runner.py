@@ -22,9 +22,10 @@ from ragbench.datasets.evalgen.prompts import (
     parse_scores,
 )
 from ragbench.errors import LLMError
-from ragbench.evidence import EvidenceMatcher, covers
+from ragbench.evidence import EvidenceMap, EvidenceMatcher, covers
 from ragbench.llm.errors import LLMAuthError, LLMConnectionError
 from ragbench.retrieval.bm25 import BM25Retriever
+from ragbench.text import tokens
 from ragbench.types import ChunkTree, Evidence, Level, Query
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MIN_QUOTE_TOKENS = 3
 RELEVANCE_DIRECT = 3  # EasyRAG's grade for direct / necessary evidence
 LLM_ERROR = "llm_error"  # dropped for this run only: not journaled, so the next run asks again
 
@@ -117,19 +119,23 @@ class SlotWorker:
                 log.debug("%s: malformed reply (%s), attempt %d", client, exc, attempt + 1)
         return None, problem, cost
 
+    def _match(self, quote: str, docs: tuple[str, ...]) -> EvidenceMap:
+        """The benchmark's own matching of one quote, within ``docs`` (all documents when empty)."""
+        return self.matcher.match(Query(qid="quote", text="", answers=(), question_type="",
+                                        evidence=(Evidence(text=quote),), doc_ids=docs))
+
     def _evidence(self, draft: Draft, slot: Slot) -> tuple[list[dict[str, Any]], str, str]:
         """EasyRAG evidence of the draft's quotes, or ([], reason, quote) for the first that fails."""
         docs = tuple(dict.fromkeys(self.tree[c].doc_id for c in slot.chunk_ids))
         out: list[dict[str, Any]] = []
         for quote in draft.quotes:
-            emap = self.matcher.match(Query(qid="quote", text="", answers=(), question_type="",
-                                            evidence=(Evidence(text=quote),), doc_ids=docs))
-            anchors = emap.anchors[0]
-            inside = [a for a in anchors if covers(self.tree, a, slot.chunk_ids)]
-            if not anchors:
-                return [], "quote_not_found", quote
-            if not inside:
-                return [], "quote_outside_passages", quote
+            if len(tokens(quote)) < MIN_QUOTE_TOKENS:  # "4." or "Yes" is found anywhere and proves nothing
+                return [], "quote_too_short", quote
+            emap = self._match(quote, docs)
+            inside = [a for a in emap.anchors[0] if covers(self.tree, a, slot.chunk_ids)]
+            if not inside:  # say whether the quote is anywhere at all (searched only when it failed here)
+                elsewhere = bool(emap.anchors[0]) or bool(self._match(quote, ()).anchors[0])
+                return [], "quote_outside_passages" if elsewhere else "quote_not_found", quote
             node = inside[0]
             out.append({"document_id": self.tree[node].doc_id, "node_id": node, "quote": quote,
                         "relevance": RELEVANCE_DIRECT, "match": emap.how[0]})
