@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("list", help="dataset options and whether their official files are cached")
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("generate", help="write an evaluation set from your documents (README: Your own documents)")
-    p.add_argument("overrides", nargs="*", help="dataset=custom dataset.path=DOCS out=eval.json llm=... n=200")
+    p.add_argument("overrides", nargs="*", help="dataset=custom dataset.path=DOCS out=eval.json llm=... n=200 "
+                   "split=0.5 critic.model=... (every key: ragbench/conf/generate.yaml; any job key works too)")
     p.set_defaults(func=cmd_generate)
     p = sub.add_parser("inspect", help="counts, evidence match rate, examples and bad items of an evaluation set")
     p.add_argument("file")
