@@ -124,7 +124,7 @@ ELSEWHERE = {"lamp": "The ferry line opened on 12 May 1998", "": "The lamp was c
     (None, "quote_outside_passages"),  # a sentence of the documents, but not of the passage shown
     ("7:15", "quote_too_short"),
 ], ids=["not-in-documents", "other-passage", "too-short"])
-def test_a_quote_that_does_not_check_out_is_dropped_with_its_reason(tmp_path, docs, llm, quote, reason):
+def test_a_quote_that_does_not_check_out_is_dropped_with_its_reason(tmp_path, docs, llm, capsys, quote, reason):
     first = []
 
     def responder(body):
@@ -141,6 +141,8 @@ def test_a_quote_that_does_not_check_out_is_dropped_with_its_reason(tmp_path, do
                     "types.comparison=0", "types.temporal=0", "types.unanswerable=0")
     assert data["metadata"]["counts"]["dropped"] == {reason: 1}
     assert [s["id"] for s in data["samples"]] == ["gen_00001"]
+    out = capsys.readouterr().out  # the summary: kept per type, dropped by reason, cost so far
+    assert "1 kept of 2 tried" in out and reason in out and "cost so far: $0.0000" in out
     assert llm.count == 3  # no critic call for the dropped item: generator, generator, critic
 
 
@@ -282,7 +284,7 @@ def test_a_killed_run_resumes_without_repeating_a_request(tmp_path, docs, llm):
 
 @pytest.mark.slow
 def test_the_generated_set_sweeps_end_to_end(tmp_path, docs, llm):
-    samples = generate(tmp_path, docs, llm, "n=6")["samples"]
+    samples = generate(tmp_path, docs, llm, "n=6", "dedup.method=embedder")["samples"]  # the default: minilm
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "ragbench", "-m", "dataset=custom", f"dataset.path={docs}",
