@@ -225,8 +225,11 @@ def test_an_llm_embedder_deduplicates_through_the_embeddings_endpoint(tmp_path, 
     ("docs", ["llm=extractive"], "is not an LLM"),
     ("docs", ["dataset=locomo"], "dataset=custom dataset.path="),
     ("docs", ["n_questions=3"], "generate --help"),
+    ("docs", ["split=2"], "split=2.0 is not valid"),
+    ("docs", ["critic.threshold=7"], "critic.threshold=7 is not valid"),
+    ("docs", ["+types.trivia=1"], "types={"),
 ], ids=["empty-folder", "bad-encoding", "unreadable-pdf", "no-llm-key", "no-critic-key", "extractive",
-        "not-custom", "unknown-key"])
+        "not-custom", "unknown-key", "split", "threshold", "unknown-type"])
 def test_bad_input_is_one_named_error(tmp_path, docs, llm, capsys, setup, extra, message):
     folder = docs
     if setup != "docs":

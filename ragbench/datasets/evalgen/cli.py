@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbench import __version__
 from ragbench.datasets.evalgen.dedup import Deduplicator
-from ragbench.datasets.evalgen.journal import Journal, write_set
+from ragbench.datasets.evalgen.journal import Journal, check_share, write_set
 from ragbench.datasets.evalgen.plan import plan
 from ragbench.datasets.evalgen.prompts import load_generation_prompts
 from ragbench.datasets.evalgen.runner import RunResult, Settings, SlotWorker, run
@@ -142,6 +142,12 @@ def cmd_generate(overrides: list[str]) -> int:
     n = int(cfg.n)
     if n < 1:
         raise ConfigError(f"n must be >= 1, got {n}")
+    if not 1 <= int(cfg.critic.threshold) <= 5:
+        raise ConfigError(f"critic.threshold={cfg.critic.threshold} is not valid: the critic scores 1-5\n  fix: "
+                          "give 1 (keep everything it can parse) to 5 (only perfect scores); the default is 3")
+    split = float(cfg.split) if cfg.split is not None else None
+    if split is not None:
+        check_share(split)  # now, not after the money is spent
     docs, doc_fp, skipped, read = documents(cfg)
     folder = read["documents_folder"]
     chunker = instantiate(cfg.chunker)
@@ -202,7 +208,6 @@ def cmd_generate(overrides: list[str]) -> int:
                    "by_difficulty": dict(Counter(s["difficulty"] for s in samples))},
         "cost_usd": round(result.cost_usd(), 6),
     }
-    split = float(cfg.split) if cfg.split is not None else None
     files = write_set(out, samples, metadata, test_share=split, seed=int(cfg.seed))
     if not result.llm_errors:
         journal.finish()

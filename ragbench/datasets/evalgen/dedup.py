@@ -23,11 +23,11 @@ class Deduplicator:
 
     def __init__(self, *, method: str, threshold: float, embed: Embed | None = None) -> None:
         if method not in METHODS:
-            raise ConfigError(f"dedup.method={method!r} is not valid; choose one of {list(METHODS)}")
+            raise ConfigError(f"dedup.method={method!r} is not valid\n  fix: choose one of {list(METHODS)}")
         if not 0 < threshold <= 1:
-            raise ConfigError(f"dedup.threshold must be in (0, 1], got {threshold}")
+            raise ConfigError(f"dedup.threshold must be in (0, 1], got {threshold}\n  fix: e.g. dedup.threshold=0.92")
         if method == "embedder" and embed is None:
-            raise ConfigError("dedup.method=embedder needs an embedder; set embedder=... or dedup.method=lexical")
+            raise ConfigError("dedup.method=embedder needs an embedder\n  fix: set embedder=... or dedup.method=lexical")
         self.method = method
         self.threshold = threshold
         self._embed = embed

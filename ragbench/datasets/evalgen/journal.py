@@ -94,12 +94,17 @@ def write_json(path: Path, data: Any) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def check_share(test_share: float) -> None:
+    """A ConfigError unless the test share is strictly between 0 and 1."""
+    if not 0 < test_share < 1:
+        raise ConfigError(f"split={test_share} is not valid: it is the share of items held out for testing\n"
+                          "  fix: give a number between 0 and 1 (e.g. split=0.5), or split=null for no split")
+
+
 def split_samples(samples: Sequence[Mapping[str, Any]], *, test_share: float, seed: int
                   ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """(train, test): within each question type a seeded shuffle, ``round(test_share * k)`` to test."""
-    if not 0 < test_share < 1:
-        raise ConfigError(f"split={test_share} is not valid; give the test share, a number between 0 and 1 "
-                          "(e.g. split=0.5), or split=null for no split")
+    check_share(test_share)
     by_type: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for s in samples:
         by_type[str(s.get("question_type"))].append(s)

@@ -48,8 +48,8 @@ def type_quota(weights: Mapping[str, float], n: int) -> dict[str, int]:
     """How many of ``n`` slots each type gets (largest remainder); unknown types are a ConfigError."""
     unknown = sorted(set(weights) - set(QUESTION_TYPES))
     if unknown or any(float(w) < 0 for w in weights.values()) or not sum(weights.values()):
-        raise ConfigError(f"types={dict(weights)} is not valid; give weights >= 0 (not all 0) for types among "
-                          f"{list(QUESTION_TYPES)}, e.g. types.factual=1 types.unanswerable=0")
+        raise ConfigError(f"types={dict(weights)} is not valid\n  fix: give weights >= 0 (not all 0) to types "
+                          f"among {list(QUESTION_TYPES)}, e.g. types.factual=1 types.unanswerable=0")
     total = float(sum(weights.values()))
     exact = {t: n * float(w) / total for t, w in weights.items()}
     quota = {t: math.floor(v) for t, v in exact.items()}

@@ -54,7 +54,7 @@ def test_types_follow_the_weights():
 
 @pytest.mark.parametrize("weights", [{"trivia": 1}, {"factual": -1}, {"factual": 0}], ids=["unknown", "neg", "zero"])
 def test_bad_weights_are_a_named_error(weights):
-    with pytest.raises(ConfigError, match="types=.*factual"):
+    with pytest.raises(ConfigError, match="(?s)types=.*fix: .*factual"):
         type_quota(weights, 5)
 
 
