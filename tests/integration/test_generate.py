@@ -116,6 +116,20 @@ def test_written_set_loads_with_dataset_custom(tmp_path, docs, llm):
     assert main(["inspect", str(tmp_path / "eval.json")]) == 0
 
 
+def test_pdf_pages_give_evidence_too(tmp_path, docs, llm):
+    from tests.unit.datasets.conftest import make_pdf
+
+    (docs / "report.pdf").write_bytes(make_pdf([
+        "Annual report 2023\nRevenue of the harbour company grew by 12 percent in 2023 thanks to the new line.",
+        "Outlook\nThe board expects passenger numbers to rise again next year after the bridge repairs."]))
+    data = generate(tmp_path, docs, llm, "n=3", "types.factual=1", "types.multi_hop=0", "types.comparison=0",
+                    "types.temporal=0", "types.unanswerable=0")
+    from_pdf = [s for s in data["samples"] if s["evidence"][0]["document_id"] == "report.pdf"]
+    assert from_pdf and from_pdf[0]["evidence"][0]["node_id"].startswith("report.pdf#s")
+    es = CustomAdapter(name="custom", path=str(docs), qa_file=str(tmp_path / "eval.json")).load()
+    assert es.stats["evidence_quote_not_found"] == 0 and "report.pdf" in {d.doc_id for d in es.documents}
+
+
 ELSEWHERE = {"lamp": "The ferry line opened on 12 May 1998", "": "The lamp was converted from oil to electricity"}
 
 
