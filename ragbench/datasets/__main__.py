@@ -1,4 +1,5 @@
-"""``python -m ragbench.datasets {download,stats,list}``: fetch official files, summarise a dataset."""
+"""``python -m ragbench.datasets {download,stats,list,generate,inspect}``: fetch official files, summarise a
+dataset, generate an evaluation set from your own documents and inspect one."""
 
 from __future__ import annotations
 
@@ -117,6 +118,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """``generate key=value ...``: see ragbench/datasets/evalgen/cli.py."""
+    from ragbench.datasets.evalgen.cli import cmd_generate as generate
+
+    return generate(args.overrides)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``inspect FILE [--docs DIR] [-n N]``: see ragbench/datasets/inspect_set.py."""
+    from ragbench.datasets.inspect_set import inspect_file
+
+    return inspect_file(Path(args.file), docs=args.docs, examples=args.examples)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m ragbench.datasets", description=__doc__)
@@ -134,6 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_stats)
     p = sub.add_parser("list", help="dataset options and whether their official files are cached")
     p.set_defaults(func=cmd_list)
+    p = sub.add_parser("generate", help="write an evaluation set from your documents (README: Your own documents)")
+    p.add_argument("overrides", nargs="*", help="dataset=custom dataset.path=DOCS out=eval.json llm=... n=200 "
+                   "split=0.5 critic.model=... (every key: ragbench/conf/generate.yaml; any job key works too)")
+    p.set_defaults(func=cmd_generate)
+    p = sub.add_parser("inspect", help="counts, evidence match rate, examples and bad items of an evaluation set")
+    p.add_argument("file")
+    p.add_argument("--docs", help="the documents folder (default: the one recorded in the file)")
+    p.add_argument("-n", "--examples", type=int, default=3)
+    p.set_defaults(func=cmd_inspect)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

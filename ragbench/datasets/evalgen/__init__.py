@@ -1,0 +1,1 @@
+"""Generating an evaluation set from your own documents: plan, prompts, critic, dedup, journal."""
