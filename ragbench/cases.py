@@ -11,8 +11,8 @@ import numpy as np
 
 from ragbench.cache.entries import answer_from, answer_record
 from ragbench.cache.store import StageCache, make_key
-from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
-from ragbench.expand import count_tokens
+from ragbench.evidence import EvidenceMap, context_has_evidence
+from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import retrieval_scores
 from ragbench.protocols import Judge
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
@@ -64,14 +64,8 @@ class CaseRunner:
             t = time.perf_counter()
             contexts = tuple(c.expander.expand(final[: c.topk], tree))
             latency["expand"] = time.perf_counter() - t
-            ctx_tokens = sum(count_tokens(x.text) for x in contexts)
-            scores["context/tokens"] = float(ctx_tokens)
-            ev_texts = [x for x in emap.texts if x]
-            rec = evidence_recall(ev_texts, [x.text for x in contexts]) if emap.matched else None
-            if rec is not None:
-                scores["context/evidence_recall"] = rec
-                if ctx_tokens:
-                    scores["context/evidence_recall_per_1k_tokens"] = rec * 1000.0 / ctx_tokens
+            scores.update(context_scores([x.text for x in contexts], [context_refs(tree, x) for x in contexts],
+                                         emap.texts, openviking_evidence(query), bool(emap.matched)))
             t = time.perf_counter()
             answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
                                    "question": query.text, "type": query.question_type,
