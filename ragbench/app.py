@@ -16,6 +16,7 @@ from ragbench import __version__
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.pipeline import Components, JobResult, Pipeline
+from ragbench.retrieval.scope import check_scope
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
@@ -42,7 +43,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
     rr = cfg.reranker
     components = Components(
-        dataset=_instantiate(cfg.dataset),
+        dataset=_instantiate({k: v for k, v in cfg.dataset.items() if k != "scope"}),  # scope: retrieval's default
         chunker=_instantiate(cfg.chunker),
         embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
         retriever=_instantiate(cfg.retrieval.retriever),
@@ -52,6 +53,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         expander=_instantiate(cfg.expander),
         generator=_instantiate(cfg.llm),
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
+        scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
     )
     return components, _instantiate(cfg.cache)
 

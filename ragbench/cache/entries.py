@@ -91,8 +91,10 @@ def texts_digest(texts: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever) -> str:
-    """SHA-256 over searchable chunk ids and texts, embedder identity and index params (never top-k)."""
+def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever, *,
+                      scope: str = "corpus") -> str:
+    """SHA-256 over searchable chunk ids and texts, embedder identity, index params and, when it is
+    not the whole corpus, the retrieval scope (never top-k)."""
     h = hashlib.sha256()
     for c in tree.searchable():
         h.update(c.chunk_id.encode())
@@ -103,6 +105,7 @@ def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Ret
         "schema": INDEX_SCHEMA,
         "embedder": embedder.identity if embedder is not None and retriever.needs_vectors else None,
         "retriever": dict(retriever.params()),
+        **({"scope": scope} if scope != "corpus" else {}),
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
     return h.hexdigest()
