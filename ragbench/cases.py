@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ragbench.pipeline import Components
 
 log = logging.getLogger(__name__)
+NOTES = "_notes"  # a cached verdict's rubric names and reasoning, beside its scores
 
 
 class CaseRunner:
@@ -48,6 +49,7 @@ class CaseRunner:
         scores: dict[str, float] = {}
         contexts: tuple = ()
         answer: Answer | None = None
+        judge_notes: dict[str, Any] = {}  # per judge: rubric and reasoning per metric, for the case record
         final = hits
         try:
             t = time.perf_counter()
@@ -85,30 +87,38 @@ class CaseRunner:
                         context_has_evidence(tree, emap, contexts[n - 1]) for n in cited
                     ) / len(cited)
             t = time.perf_counter()
-            for judge in c.judges.values():
-                scores.update(self.verdict(judge, query, contexts, answer, answer_key))
+            for name, judge in c.judges.items():
+                scores.update(self.verdict(judge, query, contexts, answer, answer_key,
+                                           notes=judge_notes.setdefault(name, {})))
             latency["judge"] = time.perf_counter() - t
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
             log.warning("case %s failed: %s: %s", query.qid, type(exc).__name__, exc)
             return CaseResult(
                 query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                 status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,
+                judge_notes=judge_notes,
             )
         return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
-                          latency=latency)
+                          latency=latency, judge_notes=judge_notes)
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
-                 answer_key: str) -> dict[str, float]:
-        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case."""
+                answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
+        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case, with
+        the rubric names and reasoning they explain (``judge_notes``) put into ``notes``."""
         identity = getattr(judge, "identity", None)
+        notes = {} if notes is None else notes
         if identity is None:
             return judge.judge(query, contexts, answer)
         key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
                         "gold": list(query.answers), "answerable": query.answerable})
         record = self.cache.get_record("verdicts", key)
         if record is not None:
+            notes.update(record.pop(NOTES, None) or {})
             return {k: float(v) for k, v in record.items()}
-        scores = judge.judge(query, contexts, answer)
+        explain = getattr(judge, "judge_notes", None)
+        scores, explained = explain(query, contexts, answer) if explain else (judge.judge(query, contexts, answer), {})
+        notes.update(explained)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
-            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid}, scores)
+            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid},
+                                  {**scores, **({NOTES: explained} if explained else {})})
         return scores

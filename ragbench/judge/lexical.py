@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragbench.judge.locomo_f1 import locomo_score
+from ragbench.judge.locomo_f1 import locomo_score, stemmed_f1
 from ragbench.judge.refusal import is_refusal
 from ragbench.judge.squad import max_over_golds, squad_em, squad_f1
 from ragbench.types import Answer, Context, Query
@@ -41,6 +41,8 @@ class LexicalJudge:
 
     def __init__(self, *, dataset: str | None = None) -> None:
         self.dataset = dataset
+        if dataset == LOCOMO:  # load the stemmer now, not inside the first case's judge latency
+            stemmed_f1("warm", "up")
 
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
         return answer_scores(answer.text, query.answers, dataset=self.dataset, meta=query.meta)

@@ -4,7 +4,8 @@ case's retrieval, context and answer scores without the corpus, the index or any
 Per case: the ranked chunk ids down to the deepest cut-off any metric uses, with each hit's document
 and the evidence units it covers; the qrels at chunk and evidence-unit level; the evidence strings;
 the texts of the top-k hits; every context the generator read (its text, the dataset ids it holds,
-whether it covers evidence); the gold answers and the query facts the answer metrics read.
+whether it covers evidence); the gold answers and the query facts the answer metrics read; per model judge and metric, the
+rubric name and the judge's reasoning.
 """
 
 from __future__ import annotations
@@ -49,4 +50,5 @@ def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, 
         "contexts": [{"chunk_id": c.chunk_id, "title": c.title, "text": c.text, "parts": list(c.part_ids),
                       "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c)}
                      for c in case.contexts],
+        "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
     }
