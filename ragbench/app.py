@@ -43,7 +43,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
     rr = cfg.reranker
     components = Components(
-        dataset=_instantiate({k: v for k, v in cfg.dataset.items() if k != "scope"}),  # scope: retrieval's default
+        dataset=_instantiate(cfg.dataset),
         chunker=_instantiate(cfg.chunker),
         embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
         retriever=_instantiate(cfg.retrieval.retriever),

@@ -23,6 +23,15 @@ from ragbench.protocols import Retriever
 from ragbench.types import Hit
 
 SCOPES = ("document", "corpus")
+# retrieval.scope's default per dataset (``${default_scope:${dataset.name}}`` in conf/retrieval/*.yaml):
+# the protocol of each dataset's official evaluation. FinanceBench's paper reports both a store per
+# filing and a shared store; ragbench follows the per-filing one. Any other dataset: corpus.
+DEFAULT_SCOPE = {"locomo": "document", "qasper": "document", "syllabusqa": "document", "financebench": "document"}
+
+
+def default_scope(dataset: str | None) -> str:
+    """The official protocol's scope for ``dataset`` (``corpus`` for MultiHop-RAG, custom and unknown)."""
+    return DEFAULT_SCOPE.get(str(dataset or "").lower(), "corpus")
 
 
 def check_scope(scope: str) -> str:

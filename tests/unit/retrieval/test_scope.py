@@ -65,3 +65,15 @@ def test_sweeping_scope_encodes_the_corpus_once(tmp_path):
 def test_bad_scope_is_a_named_config_error(scope):
     with pytest.raises(ConfigError, match=r"retrieval.scope=.* choose one of \['document', 'corpus'\]"):
         check_scope(scope)
+
+
+@pytest.mark.parametrize("overrides,scope", [
+    (["dataset=locomo"], "document"), (["dataset=qasper"], "document"), (["dataset=syllabusqa"], "document"),
+    (["dataset=financebench"], "document"), (["dataset=multihop_rag"], "corpus"), (["dataset=custom"], "corpus"),
+    (["dataset=locomo", "retrieval=bm25", "retrieval.scope=corpus"], "corpus"),
+    (["dataset=multihop_rag", "retrieval=hybrid", "retrieval.scope=document"], "document"),
+])
+def test_each_dataset_defaults_to_its_official_scope(tmp_path, overrides, scope):
+    from tests.fixtures.jobs import compose_cfg
+
+    assert compose_cfg(overrides, tmp_path).retrieval.scope == scope
