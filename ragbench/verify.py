@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -182,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"MLflow store (default: the jobs' tracking.uri, {default_tracking_uri()})")
     parser.add_argument("--show", type=int, default=20, help="mismatches to list (default 20)")
     args = parser.parse_args(argv)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     try:
         rows, logged = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
         report = verify_rows(rows, logged)
