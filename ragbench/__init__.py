@@ -10,3 +10,14 @@ __version__ = "0.1.0"
 OmegaConf.register_new_resolver(
     "llm_cache", lambda mode: {"read_write": True, "read_only": "read_only"}.get(str(mode), False), replace=True
 )
+
+
+
+def _default_scope(dataset: str | None) -> str:
+    from ragbench.retrieval.scope import default_scope
+
+    return default_scope(dataset)
+
+
+# `${default_scope:${dataset.name}}`: retrieval.scope follows the dataset's official protocol by default.
+OmegaConf.register_new_resolver("default_scope", _default_scope, replace=True)

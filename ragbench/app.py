@@ -17,6 +17,7 @@ from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
+from ragbench.retrieval.scope import check_scope
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
@@ -53,6 +54,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         expander=_instantiate(cfg.expander),
         generator=_instantiate(cfg.llm),
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
+        scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
     )
     return components, _instantiate(cfg.cache)
 

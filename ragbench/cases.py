@@ -5,15 +5,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragbench.cache.entries import answer_from, answer_record, verdict_from
+from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
 from ragbench.cache.store import StageCache, make_key
 from ragbench.errors import CacheCorruptError
-from ragbench.evidence import EvidenceMap, context_has_evidence, evidence_recall
-from ragbench.expand import count_tokens
+from ragbench.evidence import EvidenceMap, context_has_evidence
+from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
@@ -55,6 +55,7 @@ class CaseRunner:
         scores: dict[str, float] = {}
         contexts: tuple = ()
         answer: Answer | None = None
+        judge_notes: dict[str, Any] = {}  # per judge: rubric and reasoning per metric, for the case record
         final = hits
         try:
             t = time.perf_counter()
@@ -71,14 +72,8 @@ class CaseRunner:
             t = time.perf_counter()
             contexts = tuple(c.expander.expand(final[: c.topk], tree))
             latency["expand"] = time.perf_counter() - t
-            ctx_tokens = sum(count_tokens(x.text) for x in contexts)
-            scores["context/tokens"] = float(ctx_tokens)
-            ev_texts = [x for x in emap.texts if x]
-            rec = evidence_recall(ev_texts, [x.text for x in contexts]) if emap.matched else None
-            if rec is not None:
-                scores["context/evidence_recall"] = rec
-                if ctx_tokens:
-                    scores["context/evidence_recall_per_1k_tokens"] = rec * 1000.0 / ctx_tokens
+            scores.update(context_scores([x.text for x in contexts], [context_refs(tree, x) for x in contexts],
+                                         emap.texts, openviking_evidence(query), bool(emap.matched)))
             t = time.perf_counter()
             answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
                                    "question": query.text, "type": query.question_type,
@@ -96,8 +91,9 @@ class CaseRunner:
                         context_has_evidence(tree, emap, contexts[n - 1]) for n in cited
                     ) / len(cited)
             t = time.perf_counter()
-            for judge in c.judges.values():
-                scores.update(self.verdict(judge, query, contexts, answer, answer_key))
+            for name, judge in c.judges.items():
+                scores.update(self.verdict(judge, query, contexts, answer, answer_key,
+                                           notes=judge_notes.setdefault(name, {})))
             latency["judge"] = time.perf_counter() - t
         except CacheCorruptError:
             raise  # a corrupt entry under cache.mode=read_only stops the job: no case is scored from it
@@ -109,22 +105,29 @@ class CaseRunner:
             return CaseResult(
                 query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                 status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,
+                judge_notes=judge_notes,
             )
         return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
-                          latency=latency)
+                          latency=latency, judge_notes=judge_notes)
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
-                 answer_key: str) -> dict[str, float]:
-        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case."""
+                answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
+        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case, with
+        the rubric names and reasoning they explain (``judge_notes``) put into ``notes``."""
         identity = getattr(judge, "identity", None)
+        notes = {} if notes is None else notes
         if identity is None:
             return judge.judge(query, contexts, answer)
         key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
                         "gold": list(query.answers), "answerable": query.answerable})
-        cached = self.cache.get_record("verdicts", key, parse=verdict_from)
+        cached = self.cache.get_record("verdicts", key, parse=verdict_with_notes)
         if cached is not None:
-            return cached
-        scores = judge.judge(query, contexts, answer)
+            notes.update(cached[1])
+            return cached[0]
+        explain = getattr(judge, "judge_notes", None)
+        scores, explained = explain(query, contexts, answer) if explain else (judge.judge(query, contexts, answer), {})
+        notes.update(explained)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
-            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid}, scores)
+            self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid},
+                                  {**scores, **({VERDICT_NOTES: explained} if explained else {})})
         return scores

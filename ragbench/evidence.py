@@ -1,5 +1,6 @@
 """Gold evidence -> chunks: id evidence by ``ref``, text evidence by exact normalised substring, then
-(for evidence of >= 4 tokens) soft token coverage >= 0.8 -- the OpenViking rule."""
+(for evidence of >= 4 tokens) soft token coverage >= 0.8 (after OpenViking's exact + soft idea; its
+exact ``check_recall`` lives in ``ragbench.judge.openviking``)."""
 
 from __future__ import annotations
 
@@ -48,8 +49,11 @@ def soft_match(evidence: str, text: str, *, threshold: float = SOFT_THRESHOLD) -
     return sum(t in present for t in ev_toks) / len(ev_toks) >= threshold
 
 
-def evidence_recall(evidence_texts: Sequence[str], retrieved_texts: Sequence[str]) -> float | None:
-    """Share of evidence texts found (exact, then soft) in the concatenated retrieved texts."""
+def evidence_text_recall(evidence_texts: Sequence[str], retrieved_texts: Sequence[str]) -> float | None:
+    """ragbench's evidence text recall: the share of evidence texts (id evidence: the text of its
+    paragraphs) found in the joined retrieved texts by ``soft_match`` -- normalised substring, else
+    coverage >= 0.8 of the evidence's tokens (counted with repeats) for evidence of >= 4 tokens. Not
+    OpenViking's ``check_recall`` (see ``ragbench.judge.openviking``). None without evidence."""
     if not evidence_texts:
         return None
     joined = " ".join(retrieved_texts)
@@ -145,21 +149,34 @@ def relevant_searchable(tree: ChunkTree, emap: EvidenceMap) -> dict[str, int]:
     return qrels
 
 
-def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tuple[list[str], dict[str, int]]:
-    """Ranking over evidence units: each hit contributes the evidence items it newly covers
-    (``ev<i>``), or itself as a non-relevant unit; qrels = matched evidence items."""
+def hit_units(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> list[list[str]]:
+    """For each hit, the matched evidence items (``ev<i>``) it covers (lies inside or contains)."""
+    return [[f"ev{i}" for i, anchors in enumerate(emap.anchors) if anchors and covers(tree, h.chunk_id, anchors)]
+            for h in hits]
+
+
+def unit_qrels(emap: EvidenceMap) -> dict[str, int]:
+    """qrels over evidence units: every matched evidence item with its grade."""
+    return {f"ev{i}": emap.relevance[i] for i in emap.matched}
+
+
+def unit_ranking_of(hit_ids: Sequence[str], covered: Sequence[Sequence[str]]) -> list[str]:
+    """Ranking over evidence units: each hit contributes the units it newly covers, or -- when it
+    covers none or only units seen above it -- itself as one non-relevant entry. So every hit holds at
+    least one rank and a cut at k hits is a cut at k ranks unless a hit brings several new units."""
     seen: set[str] = set()
     ranking: list[str] = []
-    for hit in hits:
-        covered = [f"ev{i}" for i, anchors in enumerate(emap.anchors) if anchors and covers(tree, hit.chunk_id, anchors)]
-        if not covered:
-            ranking.append(hit.chunk_id)
-            continue
-        new = [unit for unit in covered if unit not in seen]
-        ranking.extend(new)
+    for hit_id, units in zip(hit_ids, covered, strict=True):
+        new = [u for u in dict.fromkeys(units) if u not in seen]
+        ranking.extend(new or [hit_id])
         seen.update(new)
-    qrels = {f"ev{i}": emap.relevance[i] for i in emap.matched}
-    return ranking, qrels
+    return ranking
+
+
+def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tuple[list[str], dict[str, int]]:
+    """``unit_ranking_of`` the hits, with the evidence-unit qrels."""
+    ranking = unit_ranking_of([h.chunk_id for h in hits], hit_units(tree, emap, hits))
+    return ranking, unit_qrels(emap)
 
 
 def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context) -> bool:

@@ -40,7 +40,8 @@ from ragbench.protocols import (
     Reranker,
     Retriever,
 )
-from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
+from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class Components:
     expander: Expander
     generator: Generator
     judges: Mapping[str, Judge]
+    scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
 
 
 @dataclass(frozen=True)
@@ -161,13 +163,18 @@ class Pipeline:
         )
         return value[1]
 
-    def _search_each(self, texts: list[str], vectors: np.ndarray | None, k: int, out: list[float]) -> list[list[Hit]]:
-        """Searches query by query, so each query's search latency is measured, not a batch average."""
+    def _search_each(self, texts: list[str], vectors: np.ndarray | None, k: int, out: list[float],
+                     scoped: DocumentScope | None = None, queries: Sequence[Query] = ()) -> list[list[Hit]]:
+        """Searches query by query, so each query's search latency is measured, not a batch average;
+        with ``scoped`` each query searches only its own documents."""
         hits: list[list[Hit]] = []
         for i, text in enumerate(texts):
             start = time.perf_counter()
-            hits.extend(self.c.retriever.search(texts=[text], vectors=None if vectors is None else vectors[i: i + 1],
-                                                k=k))
+            qvec = None if vectors is None else vectors[i: i + 1]
+            if scoped is None:
+                hits.extend(self.c.retriever.search(texts=[text], vectors=qvec, k=k))
+            else:
+                hits.append(scoped.search(text=text, vector=qvec, k=k, doc_ids=queries[i].doc_ids))
             out.append(time.perf_counter() - start)
         return hits
 
@@ -191,7 +198,8 @@ class Pipeline:
         qtexts = [q.text for q in queries]
         ks = metric_ks(c.topk)
         depth = max(max(ks), c.candidates if c.rerankers else 0)
-        index_fp = index_fingerprint(tree, c.embedder, c.retriever)
+        scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
+        index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
         vectors = qvecs = None
 
         def search() -> list[list[Hit]]:
@@ -199,8 +207,11 @@ class Pipeline:
             if retriever_vectors:
                 vectors = self._vectors(chunks_key, tree, ids, texts)
                 qvecs = self._query_vectors(qtexts)
-            self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
-            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s))
+            if scoped is None:
+                self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
+            else:  # sub-indexes are built per document on first use: their time counts as search
+                scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
+            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, queries))
 
         search_s: list[float] = []  # per-query search latency (empty when served from the cache)
         retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
@@ -236,6 +247,8 @@ class Pipeline:
             metrics[key] = float(value)
         metrics.update(self.cache.counters())
         metrics["ingest/embedded_texts"] = float(self.embedded_texts)
+        if scoped is not None:  # questions naming no document searched the whole corpus
+            metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
         metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
         counts = {
             "documents": len(evalset.documents),

@@ -235,6 +235,7 @@ class CaseResult:
     error_type: str | None = None
     error: str | None = None
     latency: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    judge_notes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # per judge: rubric, reasoning
 
     @property
     def failed(self) -> bool:

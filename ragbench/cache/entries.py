@@ -101,11 +101,23 @@ def answer_from(record: Any) -> Answer:
                               cost_usd=_number(u["cost_usd"], "cost_usd"), cached=True))
 
 
+VERDICT_NOTES = "_notes"  # a cached verdict's rubric names and reasoning, beside its scores
+
+
 def verdict_from(record: Any) -> dict[str, float]:
     """A cached verdict: a mapping of score names to numbers (ValueError/TypeError otherwise)."""
+    return verdict_with_notes(record)[0]
+
+
+def verdict_with_notes(record: Any) -> tuple[dict[str, float], dict[str, Any]]:
+    """A cached verdict's scores and its notes (``_notes``: rubric names, reasoning), shape-checked."""
     if not isinstance(record, dict):
         raise TypeError(f"a verdict is a JSON object of scores, not {type(record).__name__}")
-    return {_str(k, "a score name"): _number(v, f"score {k}") for k, v in record.items()}
+    notes = record.get(VERDICT_NOTES) or {}
+    if not isinstance(notes, dict):
+        raise TypeError(f"a verdict's notes are a {type(notes).__name__}, not a JSON object")
+    scores = {_str(k, "a score name"): _number(v, f"score {k}") for k, v in record.items() if k != VERDICT_NOTES}
+    return scores, dict(notes)
 
 
 def _list(value: Any, what: str) -> list[Any]:
@@ -143,8 +155,10 @@ def texts_digest(texts: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever) -> str:
-    """SHA-256 over searchable chunk ids and texts, embedder identity and index params (never top-k)."""
+def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever, *,
+                      scope: str = "corpus") -> str:
+    """SHA-256 over searchable chunk ids and texts, embedder identity, index params and, when it is
+    not the whole corpus, the retrieval scope (never top-k)."""
     h = hashlib.sha256()
     for c in tree.searchable():
         h.update(c.chunk_id.encode())
@@ -155,6 +169,7 @@ def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Ret
         "schema": INDEX_SCHEMA,
         "embedder": embedder.identity if embedder is not None and retriever.needs_vectors else None,
         "retriever": dict(retriever.params()),
+        **({"scope": scope} if scope != "corpus" else {}),
     }
     h.update(json.dumps(meta, sort_keys=True).encode())
     return h.hexdigest()

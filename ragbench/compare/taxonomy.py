@@ -85,7 +85,7 @@ def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, 
             _value(run, f"retrieval/hit_at_{j}", i) > 0 for j in range(topk + 1, metric_depth + 1))
     if not in_topk:
         return (BELOW_K if deeper else NOT_RETRIEVED), by_ids
-    if _value(run, "context/evidence_recall", i) == 0:
+    if _value(run, "context/evidence_text_recall", i) == 0:
         return LOST_BY_EXPANSION, by_ids
     score = _value(run, "judge/accuracy", i)
     if np.isnan(score):

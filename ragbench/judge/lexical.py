@@ -1,47 +1,50 @@
-"""Lexical answer metrics: exact match and SQuAD token F1 (max over gold answers), refusal heuristic."""
+"""Lexical answer metrics under named definitions (see README "Metrics"):
+
+- ``answer/em``, ``answer/f1``: SQuAD v1.1 EM and F1 (``ragbench.judge.squad``), max over the gold
+  answers as given. An unanswerable question is scored against its gold text like any other
+  (Qasper's gold is the string "Unanswerable", as in its official evaluator); whether the answer
+  refused is never folded in.
+- ``answer/locomo_f1`` (LoCoMo only): the official per-category score (``ragbench.judge.locomo_f1``).
+- ``answer/refused``: the refusal heuristic; the job reports ``answer/refusal_accuracy`` (unanswerable
+  questions refused) and ``answer/false_refusal_rate`` (answerable questions refused) from it.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from ragbench.judge.locomo_f1 import locomo_score, stemmed_f1
 from ragbench.judge.refusal import is_refusal
-from ragbench.text import normalize
+from ragbench.judge.squad import max_over_golds, squad_em, squad_f1
 from ragbench.types import Answer, Context, Query
 
-
-def exact_match(prediction: str, gold: str) -> float:
-    """1.0 when the normalised strings are equal."""
-    return float(normalize(prediction) == normalize(gold))
+LOCOMO = "locomo"
 
 
-def token_f1(prediction: str, gold: str) -> float:
-    """SQuAD token F1 between normalised texts."""
-    pred, ref = normalize(prediction).split(), normalize(gold).split()
-    if not pred or not ref:
-        return float(pred == ref)
-    common = Counter(pred) & Counter(ref)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
+def answer_scores(answer: str, golds: Sequence[str], *, dataset: str | None = None,
+                  meta: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """Every lexical score of one answer: the one rule ``LexicalJudge`` and ``ragbench.verify`` share."""
+    out = {
+        "answer/em": max_over_golds(squad_em, answer, golds),
+        "answer/f1": max_over_golds(squad_f1, answer, golds),
+        "answer/refused": float(is_refusal(answer)),
+    }
+    category = (meta or {}).get("category")
+    if dataset == LOCOMO and isinstance(category, int) and golds:
+        out["answer/locomo_f1"] = locomo_score(answer, golds[0], category)
+    return out
 
 
 class LexicalJudge:
-    """EM and F1, max over gold answers. A gold answer that is a refusal ("Unanswerable", "Not
-    mentioned"; every gold of an unanswerable question) scores 1 when the answer refuses too --
-    OpenViking's Heuristic_Refusal_Check, and the official Qasper evaluator's rule."""
+    """SQuAD v1.1 EM/F1, LoCoMo's official F1 on LoCoMo, and the refusal flag."""
+
+    def __init__(self, *, dataset: str | None = None) -> None:
+        self.dataset = dataset
+        if dataset == LOCOMO:  # load the stemmer now, not inside the first case's judge latency
+            stemmed_f1("warm", "up")
 
     score_keys = ("answer/em", "answer/f1")  # a job whose every case failed logs them as 0
 
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
-        refused = is_refusal(answer.text)
-        em = f1 = 0.0
-        for gold in query.answers or ("",):
-            if not query.answerable or is_refusal(gold):
-                em, f1 = max(em, float(refused)), max(f1, float(refused))
-                continue
-            em = max(em, exact_match(answer.text, gold))
-            f1 = max(f1, token_f1(answer.text, gold))
-        return {"answer/em": em, "answer/f1": f1, "answer/refused": float(refused)}
+        return answer_scores(answer.text, query.answers, dataset=self.dataset, meta=query.meta)

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 METRICS = ("accuracy", "correctness", "faithfulness", "relevance")
 MAX_SCORE = 4.0
+HEURISTIC_REFUSAL = "Heuristic_Refusal_Check"  # OpenViking's name for the refusal shortcut
 UNANSWERABLE_GOLD = (
     "(none: the documents do not answer this question; a reply saying the information "
     "is not available, such as 'Not mentioned', is the correct answer)"
@@ -138,6 +139,12 @@ class LLMJudge:
 
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
         """Scores of one answer. An LLM call that fails after its retries raises (the case then fails)."""
+        return self.judge_notes(query, contexts, answer)[0]
+
+    def judge_notes(self, query: Query, contexts: Sequence[Context],
+                    answer: Answer) -> tuple[dict[str, float], dict[str, Any]]:
+        """``judge``'s scores and, for the case record, per metric the rubric name and the judge's
+        reasoning of each repeat (``Heuristic_Refusal_Check`` when the refusal heuristic decided)."""
         gold_refuses = not query.answerable or (
             bool(query.answers) and all(is_refusal(a) for a in query.answers)
         )
@@ -153,8 +160,9 @@ class LLMJudge:
             if "accuracy" in self.metrics:
                 out["judge/score"] = MAX_SCORE
             out.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage})
-            return out
+            return out, {m: {"rubric": HEURISTIC_REFUSAL, "reasoning": []} for m in self.metrics}
         out: dict[str, float] = {"judge/heuristic_refusal": 0.0}
+        notes: dict[str, Any] = {}
         failed = False
         gold = self._gold(query)
         for metric in self.metrics:
@@ -163,6 +171,7 @@ class LLMJudge:
                 rubric, question=query.text, gold=gold, answer=answer.text, contexts=contexts
             )
             scores: list[float] = []
+            notes[metric] = {"rubric": rubric.name, "reasoning": []}
             for repeat in range(self.repeats):
                 reply = self.client.complete(
                     messages,
@@ -174,6 +183,7 @@ class LLMJudge:
                 usage["judge/cost_usd"] += reply.usage.cost_usd
                 usage["judge/cache_hits"] += float(reply.usage.cached)
                 verdict = parse_verdict(reply.text, rubric.scores)
+                notes[metric]["reasoning"].append(verdict.reasoning)
                 if verdict.score is None:
                     log.warning(
                         "judge %s could not read a %s score for %s (rubric %s): %.200r",
@@ -198,4 +208,4 @@ class LLMJudge:
             out[f"judge/{metric}"] = mean / MAX_SCORE
         out["judge/judge_failed"] = float(failed)
         out.update(usage)
-        return out
+        return out, notes

@@ -1,10 +1,22 @@
-"""Retrieval metrics of one query at chunk level and at the dataset's evidence unit."""
+"""Retrieval metrics of one query at chunk level and at the dataset's evidence unit.
+
+``retrieval_scores`` reads the chunk tree; ``scores_from_record`` computes the same numbers from what
+``cases.jsonl`` records (ranked ids, the units each hit covers, qrels, hit texts), so
+``ragbench.verify`` reuses the one rule.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from ragbench.evidence import EvidenceMap, evidence_recall, relevant_searchable, unit_ranking
+from ragbench.evidence import (
+    EvidenceMap,
+    evidence_text_recall,
+    hit_units,
+    relevant_searchable,
+    unit_qrels,
+    unit_ranking_of,
+)
 from ragbench.judge.ir import retrieval_metrics
 from ragbench.types import ChunkTree, Hit
 
@@ -16,30 +28,37 @@ def metric_ks(topk: int) -> list[int]:
     return sorted({*BASE_KS, topk})
 
 
+def scores_from_record(
+    ranked: Sequence[str], covered: Sequence[Sequence[str]], chunk_qrels: Mapping[str, int],
+    units_qrels: Mapping[str, int], ks: Sequence[int], evidence_texts: Sequence[str],
+    topk_texts: Sequence[str],
+) -> dict[str, float]:
+    """``retrieval/chunk/<m>_at_k`` over the ranked chunks; ``retrieval/<m>_at_k`` over evidence units,
+    cut at the ranks the top-k hits hold (see ``unit_ranking_of``); ``retrieval/mrr`` uncut; and
+    ``retrieval/evidence_text_recall`` of the top-k hit texts."""
+    out = {f"retrieval/chunk/{key}": value for key, value in retrieval_metrics(ranked, chunk_qrels, ks).items()}
+    for k in ks:
+        units = unit_ranking_of(ranked[:k], covered[:k])
+        cut = max(len(units), k)  # k ranks, more only when a hit brought several new units
+        for key, value in retrieval_metrics(units, units_qrels, [cut]).items():
+            if key != "mrr":
+                out[f"retrieval/{key.rsplit('_at_', 1)[0]}_at_{k}"] = value
+    units = unit_ranking_of(ranked, covered)
+    out["retrieval/mrr"] = retrieval_metrics(units, units_qrels, [max(len(units), 1)])["mrr"]
+    rec = evidence_text_recall(evidence_texts, topk_texts)
+    if rec is not None:
+        out["retrieval/evidence_text_recall"] = rec
+    return out
+
+
 def retrieval_scores(
     tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit], ks: Sequence[int], topk: int
 ) -> dict[str, float]:
-    """``retrieval/chunk/<m>`` against the searchable chunks covering evidence, ``retrieval/<m>`` over
-    evidence units (see ``unit_ranking``), and text evidence recall of the top-k hits. Queries
-    without matched evidence get no retrieval scores (they are counted apart)."""
+    """The scores of ``scores_from_record`` for hits on ``tree``. Queries without matched evidence get
+    no retrieval scores (they are counted apart)."""
     if not emap.matched:
         return {}
-    out: dict[str, float] = {}
-    ranked = [h.chunk_id for h in hits]
-    for key, value in retrieval_metrics(ranked, relevant_searchable(tree, emap), ks).items():
-        out[f"retrieval/chunk/{key}"] = value
-    for k in ks:
-        units, qrels = unit_ranking(tree, emap, hits[:k])
-        cut = max(len(units), 1)
-        for key, value in retrieval_metrics(units, qrels, [cut]).items():
-            if key == "mrr":
-                continue
-            name = key.rsplit("_at_", 1)[0]
-            out[f"retrieval/{name}_at_{k}"] = value
-    units, qrels = unit_ranking(tree, emap, hits)
-    out["retrieval/mrr"] = retrieval_metrics(units, qrels, [max(len(units), 1)])["mrr"]
-    texts = [t for t in emap.texts if t]
-    rec = evidence_recall(texts, [tree[h.chunk_id].text for h in hits[:topk]])
-    if rec is not None:
-        out["retrieval/evidence_recall"] = rec
-    return out
+    return scores_from_record(
+        [h.chunk_id for h in hits], hit_units(tree, emap, hits), relevant_searchable(tree, emap),
+        unit_qrels(emap), ks, [t for t in emap.texts if t], [tree[h.chunk_id].text for h in hits[:topk]],
+    )

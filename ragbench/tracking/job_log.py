@@ -13,6 +13,7 @@ from typing import Any
 from ragbench import __version__
 from ragbench.judge.aggregate import metric_name
 from ragbench.pipeline import JobResult
+from ragbench.tracking.case_record import case_record
 from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
 from ragbench.types import CaseResult
 
@@ -99,12 +100,14 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         metrics[f"time/{stage}_s"] = seconds
     tracker.log_metrics(run_id, metrics)
     rows = [case_row(c, topk) for c in result.cases]
+    records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk)}
+               for row, c in zip(rows, result.cases, strict=True)]
     summary = {
         "dataset": ev.name, "variant": ev.variant, "fingerprints": dict(result.fingerprints),
         "counts": dict(result.counts), "timings": dict(result.timings), "metrics": metrics,
         "dataset_stats": dict(ev.stats), "queries_by_type": dict(by_type), "files_read": list(ev.files),
     }
-    jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in rows)
+    jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in records)
     tracker.log_files(run_id, {"config.yaml": config_yaml, "cases.jsonl": jsonl, "summary.json": dumps(summary)})
     tracker.log_table(run_id, [{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
                                 for k, v in r.items()} for r in rows],

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 PARENT_FILE = "ragbench_parent_run_id"
 KEY_METRICS = {  # metric -> short column label for the terminal
     "retrieval/hit_at_5": "hit@5", "retrieval/recall_at_5": "recall@5", "retrieval/mrr": "mrr",
-    "context/evidence_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
+    "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
     "cases/failed": "failed",
 }
 

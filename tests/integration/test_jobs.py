@@ -157,7 +157,7 @@ def test_child_depth_narrows_section_contexts_on_locomo(tmp_path):
     for m in ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr"):
         assert parts.data.metrics[m] == whole.data.metrics[m]
     assert parts.data.metrics["context/tokens"] < 0.5 * whole.data.metrics["context/tokens"]
-    assert parts.data.metrics["context/evidence_recall"] <= whole.data.metrics["context/evidence_recall"]
+    assert parts.data.metrics["context/evidence_text_recall"] <= whole.data.metrics["context/evidence_text_recall"]
     rows = [json.loads(x) for x in _artifact(client, parts, "cases.jsonl").splitlines()]
     assert rows and all(r["status"] == "ok" for r in rows)
     for r in rows:

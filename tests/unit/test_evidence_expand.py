@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from ragbench.evidence import EvidenceMatcher, evidence_recall, relevant_searchable, soft_match, unit_ranking
+from ragbench.evidence import (
+    EvidenceMatcher,
+    evidence_text_recall,
+    relevant_searchable,
+    soft_match,
+    unit_ranking,
+)
 from ragbench.expand import ParentExpander
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.ir import retrieval_metrics
+from ragbench.judge.retrieval import retrieval_scores
 from ragbench.types import Document, Evidence, Hit, Level, Paragraph, Query, Section
 
 DOC = Document(doc_id="d", title="Doc", sections=(
@@ -49,8 +58,8 @@ def test_soft_match_rule():
     assert not soft_match("held in Porto", "The conference was held in Lisbon.")  # 3 tokens: exact only
     assert soft_match("one two three four five", "one two three four six")  # 4/5 = 0.8
     assert not soft_match("one two three four five", "one two three six seven")  # 3/5
-    assert evidence_recall(["held in Lisbon", "green car"], ["The conference was held in Lisbon."]) == 0.5
-    assert evidence_recall([], ["x"]) is None
+    assert evidence_text_recall(["held in Lisbon", "green car"], ["The conference was held in Lisbon."]) == 0.5
+    assert evidence_text_recall([], ["x"]) is None
 
 
 def test_evidence_unit_metrics_hand_worked():
@@ -59,10 +68,13 @@ def test_evidence_unit_metrics_hand_worked():
     hits = [Hit("d#s0.p1.t0", 0.9, 1), Hit("d#s0.p0.t0", 0.8, 2), Hit("d#s0.p0.t1", 0.7, 3),
             Hit("d#s1.p0.t0", 0.6, 4)]
     units, qrels = unit_ranking(TREE, emap, hits)
-    assert units == ["d#s0.p1.t0", "ev0", "ev1"]  # the second D1:1 sentence adds no new unit
+    # the second D1:1 sentence adds no new unit: it keeps its rank as a non-relevant entry
+    assert units == ["d#s0.p1.t0", "ev0", "d#s0.p0.t1", "ev1"]
     assert qrels == {"ev0": 1, "ev1": 1}
     m = retrieval_metrics(units, qrels, [3])
-    assert m["mrr"] == 0.5 and m["recall_at_3"] == 1.0 and m["hit_at_3"] == 1.0
+    assert m["mrr"] == 0.5 and m["recall_at_3"] == 0.5 and m["hit_at_3"] == 1.0
+    s = retrieval_scores(TREE, emap, hits, [3, 4], 4)
+    assert s["retrieval/recall_at_4"] == 1.0 and s["retrieval/precision_at_4"] == 0.5
     # at chunk level the same hits: relevant = 3 sentences, all retrieved in the top 4
     chunk = retrieval_metrics([h.chunk_id for h in hits], relevant_searchable(TREE, emap), [1, 4])
     assert chunk["hit_at_1"] == 0.0 and chunk["recall_at_4"] == 1.0 and chunk["precision_at_4"] == 0.75
@@ -155,3 +167,20 @@ def test_citation_check_uses_the_kept_parts():
     pruned, = ParentExpander(parent_depth=2, child_depth=1).expand([Hit("d#s0.p1.t0", 1.0, 1)], TREE)
     assert context_has_evidence(TREE, emap, whole)  # the whole section holds the cat paragraph
     assert not context_has_evidence(TREE, emap, pruned)  # the bicycle paragraph alone does not
+
+
+def test_evidence_unit_metrics_cut_at_k_not_at_the_unit_list():
+    """Five hits on one of two relevant turns: standard nDCG@5 = 1 / (1 + 1/log2 3) = 0.613, P@5 = 1/5,
+    recall@5 = 1/2 (the de-duplicated unit list once gave nDCG@5 = P@5 = 1.0)."""
+    tree = HierarchicalChunker().chunk([Document(doc_id="d", title="D", sections=(Section(title="S", paragraphs=(
+        Paragraph("One. Two. Three. Four. Five.", ref="T1"), Paragraph("Other turn.", ref="T2"))),))])
+    emap = EvidenceMatcher(tree).match(q(Evidence(ref="T1"), Evidence(ref="T2")))
+    sentences = [c.chunk_id for c in tree.at_level(Level.SENTENCE) if "T1" in tree[c.parent_id].refs]
+    assert len(sentences) == 5
+    hits = [Hit(cid, 1.0 - i / 10, i + 1) for i, cid in enumerate(sentences)]
+    s = retrieval_scores(tree, emap, hits, [5], 5)
+    assert s["retrieval/ndcg_at_5"] == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert round(s["retrieval/ndcg_at_5"], 3) == 0.613
+    assert s["retrieval/precision_at_5"] == pytest.approx(0.2)
+    assert s["retrieval/recall_at_5"] == 0.5 and s["retrieval/hit_at_5"] == 1.0
+    assert s["retrieval/map_at_5"] == pytest.approx(0.5) and s["retrieval/mrr"] == 1.0

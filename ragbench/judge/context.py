@@ -1,0 +1,42 @@
+"""Scores of the contexts the generator read: size, ragbench's evidence text recall, OpenViking recall.
+
+One rule for the pipeline (``ragbench.cases``) and ``ragbench.verify``: both call ``context_scores``
+with the context texts and the dataset ids each context holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragbench.evidence import evidence_text_recall
+from ragbench.expand import count_tokens
+from ragbench.judge.openviking import check_recall, render_resource
+from ragbench.types import ChunkTree, Context, Query
+
+
+def context_refs(tree: ChunkTree, context: Context) -> list[str]:
+    """The dataset ids (LoCoMo dia_ids, pages, ...) of the chunks a context holds, in order."""
+    parts = context.part_ids or (context.chunk_id,)
+    return list(dict.fromkeys(r for p in parts for r in tree[p].refs))
+
+
+def openviking_evidence(query: Query) -> list[str]:
+    """The evidence list OpenViking's adapters pass to ``check_recall``: each item's text, or its
+    dataset id when it has no text (LoCoMo dia_ids)."""
+    return [ev.text or ev.ref or "" for ev in query.evidence if ev.text or ev.ref]
+
+
+def context_scores(texts: Sequence[str], refs: Sequence[Sequence[str]], evidence_texts: Sequence[str],
+                   evidence: Sequence[str], matched: bool) -> dict[str, float]:
+    """``context/tokens``; ``context/evidence_text_recall`` (+ per 1k tokens) when some evidence
+    matched the corpus; ``context/openviking_recall`` always (OpenViking scores empty evidence 0)."""
+    tokens = sum(count_tokens(t) for t in texts)
+    out = {"context/tokens": float(tokens)}
+    rec = evidence_text_recall([t for t in evidence_texts if t], texts) if matched else None
+    if rec is not None:
+        out["context/evidence_text_recall"] = rec
+        if tokens:
+            out["context/evidence_text_recall_per_1k_tokens"] = rec * 1000.0 / tokens
+    out["context/openviking_recall"] = check_recall(
+        [render_resource(t, r) for t, r in zip(texts, refs, strict=True)], evidence)
+    return out

@@ -1,0 +1,66 @@
+"""LoCoMo's official QA score per category (snap-research/locomo, ``task_eval/evaluation.py``).
+
+Re-derived from ``eval_question_answering``: the normaliser drops commas, lower-cases, deletes
+punctuation and the words a/an/the/and; tokens are Porter-stemmed (NLTK's ``PorterStemmer``);
+category 1 (multi-hop) splits prediction and gold on commas and averages, over gold parts, the best
+F1 against any predicted part; category 3 keeps the gold before its first ``;``; categories 2, 3 and
+4 score the stemmed token F1; category 5 (adversarial) scores 1 when the prediction contains
+"no information available" or "not mentioned" (case-insensitive), else 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from collections import Counter
+
+_PUNCT = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer():  # noqa: ANN202 - nltk has no type stubs
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+def locomo_normalize(text: str) -> str:
+    """``normalize_answer`` of the LoCoMo script."""
+    text = "".join(ch for ch in str(text).replace(",", "").lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def stemmed_f1(prediction: str, gold: str) -> float:
+    """``f1_score``: token F1 of Porter-stemmed normalised tokens (0 when none is shared)."""
+    stem = _stemmer().stem
+    pred = [stem(w) for w in locomo_normalize(prediction).split()]
+    ref = [stem(w) for w in locomo_normalize(gold).split()]
+    same = sum((Counter(pred) & Counter(ref)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred), same / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def multi_answer_f1(prediction: str, gold: str) -> float:
+    """``f1``: mean over comma-separated gold parts of the best F1 against any predicted part."""
+    preds = [p.strip() for p in prediction.split(",")]
+    golds = [g.strip() for g in gold.split(",")]
+    return sum(max(stemmed_f1(p, g) for p in preds) for g in golds) / len(golds)
+
+
+def locomo_score(prediction: str, gold: str, category: int) -> float:
+    """The official per-category score of one answer."""
+    if category == 5:
+        low = prediction.lower()
+        return float(any(p in low for p in ADVERSARIAL_PHRASES))
+    if category == 3:
+        gold = gold.split(";")[0].strip()
+    if category == 1:
+        return multi_answer_f1(prediction, gold)
+    if category in (2, 3, 4):
+        return stemmed_f1(prediction, gold)
+    raise ValueError(f"LoCoMo category {category!r} is not one of 1-5")

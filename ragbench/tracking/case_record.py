@@ -1,0 +1,54 @@
+"""The reproducible part of a ``cases.jsonl`` row: everything ``ragbench.verify`` needs to recompute a
+case's retrieval, context and answer scores without the corpus, the index or any model.
+
+Per case: the ranked chunk ids down to the deepest cut-off any metric uses, with each hit's document
+and the evidence units it covers; the qrels at chunk and evidence-unit level; the evidence strings;
+the texts of the top-k hits; every context the generator read (its text, the dataset ids it holds,
+whether it covers evidence); the gold answers and the query facts the answer metrics read; per model judge and metric, the
+rubric name and the judge's reasoning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ragbench.evidence import EvidenceMap, context_has_evidence, hit_units, relevant_searchable, unit_qrels
+from ragbench.judge.context import context_refs, openviking_evidence
+from ragbench.judge.retrieval import metric_ks
+from ragbench.types import CaseResult, ChunkTree
+
+RECORD_VERSION = 1
+EMPTY_MAP = EvidenceMap(anchors=(), relevance=(), texts=(), how=())
+
+
+def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
+
+
+def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, dataset: str,
+                topk: int) -> dict[str, Any]:
+    """The record fields of one case (merged into its ``cases.jsonl`` row)."""
+    emap = emap or EMPTY_MAP
+    ranked = list(case.hits[: max(metric_ks(topk))])
+    matched = bool(emap.matched)
+    query = case.query
+    return {
+        "record_version": RECORD_VERSION,
+        "dataset": dataset,
+        "topk": topk,
+        "answers": list(query.answers),
+        "query_meta": _plain(query.meta),
+        "doc_ids": list(query.doc_ids),
+        "ranked_ids": [h.chunk_id for h in ranked],
+        "ranked_doc_ids": [tree[h.chunk_id].doc_id for h in ranked],
+        "hit_units": hit_units(tree, emap, ranked),
+        "qrels": {"chunk": relevant_searchable(tree, emap) if matched else {}, "unit": unit_qrels(emap)},
+        "evidence": {"matched": matched, "texts": list(emap.texts), "how": list(emap.how),
+                     "openviking": openviking_evidence(query)},
+        "topk_texts": [tree[h.chunk_id].text for h in ranked[:topk]],
+        "contexts": [{"chunk_id": c.chunk_id, "title": c.title, "text": c.text, "parts": list(c.part_ids),
+                      "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c)}
+                     for c in case.contexts],
+        "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
+    }

@@ -1,0 +1,207 @@
+"""``python -m ragbench.verify RUN_ID``: recompute a run's retrieval, context and answer metrics from its
+own artifacts (``cases.jsonl``) and compare them with what the run logged.
+
+Per case it recomputes, from the case record alone, every retrieval metric (ranked ids + qrels + the
+evidence units each hit covers), the context metrics (context texts + their dataset ids), the lexical
+answer metrics (answer + gold answers) and the citation hit rate; LLM-judge scores cannot be recomputed
+without the model, so they are taken as logged. Then it aggregates the cases exactly as the job did
+(``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric.
+Exit 0 when everything matches to 1e-9, 1 when anything differs or cannot be checked, 2 on a usage
+error (unknown run, no store, no case record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragbench.judge.aggregate import aggregate
+from ragbench.judge.context import context_scores
+from ragbench.judge.lexical import answer_scores
+from ragbench.judge.retrieval import metric_ks, scores_from_record
+from ragbench.types import Answer, CaseResult, Hit, Query, Usage
+
+TOLERANCE = 1e-9
+FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/")
+RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/refused", "answer/locomo_f1",
+              "answer/citation_hit_rate")
+NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
+
+
+class UsageError(Exception):
+    """A bad run id, store or artifact: exit code 2."""
+
+
+@dataclass
+class Report:
+    """What verify compared: every (key, logged, recomputed) and what it could not check."""
+
+    compared: int = 0
+    worst: tuple[float, str] = (0.0, "")
+    mismatches: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+    def check(self, where: str, logged: float, recomputed: float) -> None:
+        self.compared += 1
+        diff = abs(float(logged) - float(recomputed))
+        if diff != diff:  # NaN on one side only
+            diff = 0.0 if (logged != logged and recomputed != recomputed) else float("inf")
+        if diff > self.worst[0] or not self.worst[1]:
+            self.worst = (diff, where)
+        if diff > TOLERANCE:
+            self.mismatches.append(f"{where}: logged {logged!r}, recomputed {recomputed!r}")
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.unchecked and self.compared > 0
+
+
+def score_keys(row: Mapping[str, Any]) -> dict[str, float]:
+    """The per-case scores of a row (its ``family/name`` keys other than latencies)."""
+    return {k: float(v) for k, v in row.items()
+            if "/" in k and not k.startswith("latency/") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def recompute_case(row: Mapping[str, Any]) -> dict[str, float]:
+    """A case's retrieval, context and lexical answer scores, from its record alone."""
+    out: dict[str, float] = {}
+    ev = row["evidence"]
+    if ev["matched"]:
+        out.update(scores_from_record(row["ranked_ids"], row["hit_units"], row["qrels"]["chunk"],
+                                      row["qrels"]["unit"], metric_ks(int(row["topk"])),
+                                      [t for t in ev["texts"] if t], row["topk_texts"]))
+    contexts = row["contexts"]
+    if contexts or "context/tokens" in row:
+        out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
+                                  ev["openviking"], ev["matched"]))
+    if row.get("answer") is not None:
+        out.update(answer_scores(row["answer"], row["answers"], dataset=row["dataset"], meta=row["query_meta"]))
+        cited = [n for n in row.get("citations") or [] if 1 <= n <= len(contexts)]
+        if cited and ev["matched"]:
+            out["answer/citation_hit_rate"] = sum(bool(contexts[n - 1]["has_evidence"]) for n in cited) / len(cited)
+    return out
+
+
+def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResult:
+    """A CaseResult carrying what ``aggregate`` reads, rebuilt from a row."""
+    query = Query(qid=row["qid"], text=row["question"], answers=tuple(row["answers"]),
+                  question_type=row["question_type"], answerable=bool(row["answerable"]),
+                  doc_ids=tuple(row["doc_ids"]), meta=row["query_meta"])
+    answer = None
+    if row.get("answer") is not None:
+        answer = Answer(text=row["answer"], model="", usage=Usage(prompt_tokens=int(row.get("prompt_tokens") or 0),
+                                                                  completion_tokens=int(row.get("completion_tokens") or 0)))
+    latency = {k[len("latency/"):-len("_ms")]: float(v) / 1000.0 for k, v in row.items()
+               if k.startswith("latency/") and k.endswith("_ms")}
+    return CaseResult(query=query, hits=tuple(Hit(cid, 0.0, i + 1) for i, cid in enumerate(row["ranked_ids"])),
+                      contexts=(), answer=answer, scores=dict(scores), status=row["status"],
+                      error_type=row.get("error_type"), error=row.get("error"), latency=latency)
+
+
+def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) -> Report:
+    """Compares every recomputable per-case score and every aggregated metric with ``logged``."""
+    from ragbench.tracking.mlflow_tracker import mlflow_name
+
+    report = Report()
+    cases = []
+    for row in rows:
+        if "record_version" not in row:
+            raise UsageError(f"case {row.get('qid')} has no case record (a run logged before ragbench.verify)")
+        scores = score_keys(row)
+        fresh = recompute_case(row)
+        for key in sorted(set(scores) | set(fresh)):
+            if not key.startswith(RECOMPUTED):
+                continue
+            if key in scores and key in fresh:
+                report.check(f"case {row['qid']} {key}", scores[key], fresh[key])
+            elif key in scores:
+                report.unchecked.append(f"case {row['qid']} {key}: logged but not recomputable from the record")
+            elif row["status"] == "ok" and not key.startswith("answer/"):  # answer keys: lexical judge may be off
+                report.unchecked.append(f"case {row['qid']} {key}: recomputed but not logged")
+        cases.append(case_result(row, {**scores, **{k: v for k, v in fresh.items() if k in scores}}))
+    expected = aggregate(cases)
+    if "retrieval/scope_corpus_fallbacks" in logged:
+        expected["retrieval/scope_corpus_fallbacks"] = float(sum(not r["doc_ids"] for r in rows))
+    names = {mlflow_name(k): k for k in expected}
+    for key, value in sorted(expected.items()):
+        inner = key.split("/", 2)[-1] if key.startswith("by_type/") else key
+        if inner.startswith(NOT_AGGREGATED):
+            continue
+        name = mlflow_name(key)
+        if name not in logged:
+            report.unchecked.append(f"run metric {key}: recomputed but not logged")
+            continue
+        report.check(f"run metric {key}", logged[name], value)
+    for name in sorted(logged):
+        inner = name.split("/", 2)[-1] if name.startswith("by_type/") else name
+        if name.startswith(FAMILIES) and not inner.startswith(NOT_AGGREGATED) and name not in names:
+            report.unchecked.append(f"run metric {name}: logged but not recomputable from the case record")
+    return report
+
+
+def default_tracking_uri() -> str:
+    """The ``tracking.uri`` jobs use by default (conf/tracking/mlflow.yaml), relative to the cwd."""
+    from omegaconf import OmegaConf
+
+    conf = Path(__file__).resolve().parent / "conf" / "tracking" / "mlflow.yaml"
+    return str(OmegaConf.load(conf).uri)
+
+
+def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The run's case rows and logged metrics."""
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+        raise UsageError(f"no MLflow store at {uri}; fix: run from the folder the jobs ran in, or pass --tracking-uri")
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        run = client.get_run(run_id)
+        with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
+            path = client.download_artifacts(run_id, "cases.jsonl", tmp)
+            text = Path(path).read_text(encoding="utf-8")
+    except (MlflowException, OSError) as exc:
+        raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "
+                         "ragbench job (and --tracking-uri if it is not the default store)") from None
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not rows:
+        raise UsageError(f"run {run_id}: cases.jsonl holds no case")
+    return rows, dict(run.data.metrics)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ragbench.verify", description=__doc__.splitlines()[0])
+    parser.add_argument("run_id", help="MLflow run id of a ragbench job")
+    parser.add_argument("--tracking-uri", default=None,
+                        help=f"MLflow store (default: the jobs' tracking.uri, {default_tracking_uri()})")
+    parser.add_argument("--show", type=int, default=20, help="mismatches to list (default 20)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    try:
+        rows, logged = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        report = verify_rows(rows, logged)
+    except UsageError as exc:
+        print(f"ragbench.verify: {exc}", file=sys.stderr)
+        return 2
+    print(f"ragbench.verify {args.run_id}: {len(rows)} cases, {report.compared} values recomputed; "
+          f"largest difference {report.worst[0]:.3g} ({report.worst[1] or 'none'})")
+    for line in (report.mismatches + report.unchecked)[: args.show]:
+        print(f"  {line}")
+    more = len(report.mismatches) + len(report.unchecked) - args.show
+    if more > 0:
+        print(f"  ... and {more} more")
+    print("OK: every metric matches to 1e-9" if report.ok else
+          f"FAILED: {len(report.mismatches)} differ, {len(report.unchecked)} cannot be checked")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
