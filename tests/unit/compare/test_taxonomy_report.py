@@ -23,11 +23,11 @@ METRIC_CASES = [
     (_case("a", **{"retrieval/hit_at_3": 0.0, "retrieval/hit_at_5": 0.0, "retrieval/mrr": 0.0}), tx.NOT_RETRIEVED),
     (_case("b", **{"retrieval/hit_at_3": 0.0, "retrieval/hit_at_5": 1.0, "retrieval/mrr": 0.25}), tx.BELOW_K),
     (_case("c", **{"retrieval/hit_at_3": 1.0, "retrieval/hit_at_5": 1.0, "retrieval/mrr": 1.0,
-                   "context/evidence_recall": 0.0}), tx.LOST_BY_EXPANSION),
+                   "context/evidence_text_recall": 0.0}), tx.LOST_BY_EXPANSION),
     (_case("d", **{"retrieval/hit_at_3": 1.0, "retrieval/hit_at_5": 1.0, "retrieval/mrr": 1.0,
-                   "context/evidence_recall": 1.0, "answer/f1": 0.1}), tx.ANSWERED_WRONG),
+                   "context/evidence_text_recall": 1.0, "answer/f1": 0.1}), tx.ANSWERED_WRONG),
     (_case("e", **{"retrieval/hit_at_3": 1.0, "retrieval/hit_at_5": 1.0, "retrieval/mrr": 0.5,
-                   "context/evidence_recall": 1.0, "answer/f1": 0.1, "judge/accuracy": 1.0}), tx.ANSWERED_RIGHT),
+                   "context/evidence_text_recall": 1.0, "answer/f1": 0.1, "judge/accuracy": 1.0}), tx.ANSWERED_RIGHT),
     (_case("f", **{"answer/f1": 0.0}), tx.NO_GOLD),  # no matched evidence: no retrieval scores
     ({**_case("g", **{"retrieval/hit_at_3": 1.0, "retrieval/mrr": 1.0}), "status": "failed"}, tx.FAILED),
 ]
@@ -53,8 +53,8 @@ def test_taxonomy_says_when_below_k_is_not_observable():
 QREL_CASES = [
     (_case("a", ranked_ids=["x", "y", "z", "w"], qrels={"g": 1}), tx.NOT_RETRIEVED),
     (_case("b", ranked_ids=["x", "y", "g"], qrels={"chunk": {"g": 2, "h": 0}, "unit": {"u": 1}}), tx.BELOW_K),
-    (_case("c", ranked_ids=["g", "y"], qrels=["g"], **{"context/evidence_recall": 0.0}), tx.LOST_BY_EXPANSION),
-    (_case("d", ranked_ids=["y", "g"], qrels={"g": 1}, **{"context/evidence_recall": 0.5, "answer/f1": 0.9}),
+    (_case("c", ranked_ids=["g", "y"], qrels=["g"], **{"context/evidence_text_recall": 0.0}), tx.LOST_BY_EXPANSION),
+    (_case("d", ranked_ids=["y", "g"], qrels={"g": 1}, **{"context/evidence_text_recall": 0.5, "answer/f1": 0.9}),
      tx.ANSWERED_RIGHT),
     (_case("e", ranked_ids=["y"], qrels={}), tx.NO_GOLD),
     (_case("f", ranked_ids=["y", "h"], qrels={"h": 0}), tx.NO_GOLD),  # grade 0 is not relevant
@@ -91,7 +91,7 @@ def _runs():
         return [_case(f"q{i}", question_type=["temporal", "single-hop"][i % 2],
                       **{"answer/f1": min(1.0, (i % 7) / 7 + shift), "retrieval/hit_at_5": float(i % 3 > 0),
                          "retrieval/mrr": (i % 3) / 3, "context/tokens": 100.0 + i + 50 * shift,
-                         "latency/generate_ms": 5.0 + i % 4, "context/evidence_recall": float(i % 2)})
+                         "latency/generate_ms": 5.0 + i % 4, "context/evidence_text_recall": float(i % 2)})
                 for i in range(60)]
     return [from_rows(rows(s), run_id=f"run{j}", name=f"#{j} retrieval.topk={j}", dataset="locomo", topk=5)
             for j, s in enumerate((0.0, 0.2, -0.1))]
