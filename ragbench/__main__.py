@@ -58,6 +58,8 @@ def main() -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _raise_interrupted)
     redact.register_environment()
+    redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
+    redact.mask_terminal()
     try:
         _hydra_main()
     except KeyboardInterrupt as exc:

@@ -13,9 +13,11 @@ Other modules (the LLM reply sink, caches) call ``redact`` before they store or 
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -74,7 +76,8 @@ def redact(text: str) -> str:
 
 def _mask_assignment(m: re.Match[str]) -> str:
     val = m.group("val")
-    if val.strip("\"'") in (MASK, "", "null", "None", "~"):
+    bare = val.strip("\"'")
+    if bare in (MASK, "", "null", "None", "~") or bare.startswith(("<", "${")):  # a placeholder, not a value
         return m.group(0)
     quote = val[0] if val[0] in "\"'" else ""
     return f"{m.group('key')}{m.group('q')}{m.group('sep')}{quote}{MASK}{quote}"
@@ -172,6 +175,37 @@ def redact_file(path: str | Path) -> bool:
     tmp.write_text(clean, encoding="utf-8")
     os.replace(tmp, p)
     return True
+
+
+class RedactingStream(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` with secrets masked: what Hydra, rich and warnings print directly."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, flush ...
+        return getattr(self._stream, name)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+
+def mask_terminal() -> None:
+    """Wraps ``sys.stdout`` and ``sys.stderr`` (once) so nothing printed shows a registered secret."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))
 
 
 class LogFilter(logging.Filter):

@@ -20,6 +20,8 @@ from ragbench.errors import ConfigError
 log = logging.getLogger(__name__)
 LOCK_TIMEOUT_S = 300.0
 FIX = "run from a writable folder, or point tracking.uri (and tracking.artifact_root) at one"
+OUTPUT_FIX = ("run from a writable folder, or set hydra.run.dir (hydra.sweep.dir with -m), tracking.uri and "
+              "tracking.artifact_root to writable paths")
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -30,7 +32,7 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(rest) if rest and rest != ":memory:" else None
 
 
-def writable_folder(folder: Path, what: str) -> None:
+def writable_folder(folder: Path, what: str, fix: str = FIX) -> None:
     """Creates ``folder`` if needed; a one-line ConfigError naming it when it cannot be written."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -38,7 +40,7 @@ def writable_folder(folder: Path, what: str) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise ConfigError(f"{what}: cannot write to {folder.resolve()} ({exc.strerror or exc}); fix: {FIX}") from None
+        raise ConfigError(f"{what}: cannot write to {folder.resolve()} ({exc.strerror or exc}); fix: {fix}") from None
 
 
 def _schema_version(path: Path) -> tuple[str | None, int]:

@@ -121,10 +121,10 @@ class MlflowSweepCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: secrets registered and its output folder checked before Hydra writes to it."""
         register_secrets(config)
-        from ragbench.tracking.store import writable_folder
+        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
 
         try:
-            writable_folder(Path(str(config.hydra.run.dir)), "the run's output folder (hydra.run.dir)")
+            writable_folder(Path(str(config.hydra.run.dir)), "the run's output folder (hydra.run.dir)", OUTPUT_FIX)
         except RagbenchError as exc:
             _fail(str(exc))
 
@@ -141,12 +141,12 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         register_secrets(config)
-        from ragbench.tracking.store import writable_folder
+        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
 
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=True) or [])
         try:
-            writable_folder(sweep_dir, "the sweep's output folder (hydra.sweep.dir)")
+            writable_folder(sweep_dir, "the sweep's output folder (hydra.sweep.dir)", OUTPUT_FIX)
             self._tracker = instantiate(config.tracking)
             self._tracker.close_stale_runs()
             self._run_id = self._tracker.start_run(
