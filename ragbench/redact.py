@@ -38,6 +38,10 @@ _ASSIGNMENT = re.compile(
     r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|\[[^\]\n]*\]|[^\s,'\"\]}]+)",
     re.IGNORECASE,
 )
+# cheap first passes over lower-cased text (a substring search, then a case-sensitive regex): only lines
+# where a secret-named key is directly followed by ':' or '=' go through _ASSIGNMENT
+_KEYWORDS = ("apikey", "api_key", "accesskey", "access_key", "secret", "password", "passwd", "token")
+_TRIGGER = re.compile(r"(?:api_?key|access_?key|secret|password|passwd|token)[\"']?[ \t]*[:=]")
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -71,7 +75,15 @@ def redact(text: str) -> str:
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(MASK, text)
-    return _ASSIGNMENT.sub(_mask_assignment, text)
+    if not _has_keyword(text):
+        return text
+    return "".join(_ASSIGNMENT.sub(_mask_assignment, line) if _has_keyword(line) else line
+                   for line in text.splitlines(keepends=True))
+
+
+def _has_keyword(text: str) -> bool:
+    low = text.lower()
+    return any(k in low for k in _KEYWORDS) and _TRIGGER.search(low) is not None
 
 
 def _mask_assignment(m: re.Match[str]) -> str:
