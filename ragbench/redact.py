@@ -13,7 +13,6 @@ Other modules (the LLM reply sink, caches) call ``redact`` before they store or 
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import re
@@ -189,8 +188,9 @@ def redact_file(path: str | Path) -> bool:
     return True
 
 
-class RedactingStream(io.TextIOBase):
-    """``sys.stdout`` / ``sys.stderr`` with secrets masked: what Hydra, rich and warnings print directly."""
+class RedactingStream:
+    """``sys.stdout`` / ``sys.stderr`` with secrets masked: what Hydra, rich and warnings print directly.
+    Everything but ``write`` (encoding, buffer, isatty, fileno, ...) is the wrapped stream's."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -198,6 +198,10 @@ class RedactingStream(io.TextIOBase):
     def write(self, text: str) -> int:
         self._stream.write(redact(text))
         return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, flush ...
         return getattr(self._stream, name)
