@@ -1,5 +1,7 @@
 """ragbench: sweep RAG pipelines with Hydra, log every job to MLflow."""
 
+import os
+
 from omegaconf import OmegaConf
 
 __version__ = "0.1.0"
@@ -21,3 +23,7 @@ def _default_scope(dataset: str | None) -> str:
 
 # `${default_scope:${dataset.name}}`: retrieval.scope follows the dataset's official protocol by default.
 OmegaConf.register_new_resolver("default_scope", _default_scope, replace=True)
+
+# `${sweep_id:}` in hydra.sweep.dir: the sweeping process's id, resolved once and carried to launcher
+# workers with the config (like `${now:}`), so two sweeps started in the same second get their own folders.
+OmegaConf.register_new_resolver("sweep_id", lambda: str(os.getpid()), use_cache=True, replace=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
+from types import FrameType
 
 # Nothing may call out of the machine by default; users override these in their environment.
 for _key, _value in {
@@ -23,13 +25,54 @@ for _key, _value in {
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
+INTERRUPTED = "interrupted; rerun the same command to resume"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM (what ``timeout``, CI runners and SLURM send): unwinds like Ctrl-C, so every
+    open run ends KILLED on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def main(cfg: DictConfig) -> float | None:
+def _hydra_main(cfg: DictConfig) -> float | None:
     """Runs one job (or each job of a ``-m`` sweep)."""
     from ragbench.app import run
 
     return run(cfg)
+
+
+def main() -> None:
+    """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
+    and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
+    from ragbench import redact
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _raise_interrupted)
+    redact.register_environment()
+    redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
+    redact.mask_terminal()
+    try:
+        _hydra_main()
+    except KeyboardInterrupt as exc:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the closing short
+            signal.signal(sig, signal.SIG_IGN)
+        sweep = sys.modules.get("ragbench.tracking.sweep")
+        if sweep is not None:
+            sweep.close_open_parents("KILLED")
+        print(INTERRUPTED, file=sys.stderr)
+        leave(128 + getattr(exc, "signum", signal.SIGINT))
+    except SystemExit as exc:
+        leave(exc.code)
+    leave(0)
 
 
 def leave(code: int | str | None) -> None:
@@ -61,10 +104,4 @@ def cli() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["compare"]:
-        cli()
-    try:
-        main()
-    except SystemExit as exc:
-        leave(exc.code)
-    leave(0)
+    cli()

@@ -12,7 +12,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import __version__
+from ragbench import __version__, redact
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
@@ -20,6 +20,7 @@ from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.retrieval.scope import check_scope
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
+from ragbench.tracking.owner import OWNER_TAG, owner_gone
 from ragbench.tracking.report import job_summary
 from ragbench.tracking.sweep import parent_run_id
 
@@ -106,6 +107,7 @@ def _job_name() -> tuple[str, str | None, bool]:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     name = OmegaConf.select(hc, "job.override_dirname", default=None, throw_on_missing=False) or "ragbench"
+    name = redact.redact(name)
     if not multirun:
         return name, None, False
     return f"#{hc.job.num} {name}", parent_run_id(hc.sweep.dir), True
@@ -135,11 +137,15 @@ def _objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = 
     return float(metrics[objective])
 
 
-def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None) -> Any | None:
-    """In a sweep, a FINISHED run of the same job, moved into this sweep. Interrupted runs of the job
-    are closed as KILLED either way. A single run always runs (the stage cache makes that cheap)."""
+def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None, name: str) -> Any | None:
+    """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
+    labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
+    Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
+    A single run always runs (the stage cache makes that cheap)."""
     prior = tracker.runs_with_tag("ragbench.job_hash", jhash)
     for stale in (r for r in prior if r.info.status == "RUNNING"):
+        if owner_gone(stale.data.tags.get(OWNER_TAG)) is False:
+            continue  # a live run of another sweep: it finishes on its own
         log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
         tracker.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
         tracker.end_run(stale.info.run_id, "KILLED")
@@ -147,9 +153,11 @@ def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | N
     if not cfg.get("resume", True) or not done or parent is None:
         return None
     run = done[0]
-    if parent:
-        tracker.set_tags(run.info.run_id, {"mlflow.parentRunId": parent})
-    log.info("job already finished as MLflow run %s (resume=true); not running it again", run.info.run_id)
+    origin = run.data.tags.get("ragbench.reused_from") or run.info.run_id
+    copy = tracker.copy_run(run, run_name=name, parent_run_id=parent, tags={
+        "ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash, "ragbench.reused_from": origin})
+    log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
+             "as run %s", origin, copy)
     return run
 
 
@@ -157,6 +165,7 @@ def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None."""
     name, parent, multirun = _job_name()
     try:  # config errors first, before MLflow or any model is imported: they answer in about a second
+        redact.check_config(OmegaConf.to_container(cfg, resolve=False))
         components, cache = build(cfg)
         limit = max_failure_rate(cfg)
         built: RagbenchError | None = None
@@ -169,11 +178,17 @@ def run(cfg: DictConfig) -> float | None:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     jhash = job_hash(resolved)
-    previous = _resume(cfg, tracker, jhash, parent)
-    if previous is not None:
-        return _objective(cfg, previous.data.metrics)
-    run_id = tracker.start_run(run_name=name, parent_run_id=parent,
-                               tags={"ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash})
+    try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep
+        if not multirun:
+            tracker.close_stale_runs()
+        previous = _resume(cfg, tracker, jhash, parent, name)
+        if previous is not None:
+            return _objective(cfg, previous.data.metrics)
+        run_id = tracker.start_run(run_name=name, parent_run_id=parent, tags={
+            "ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash})
+    except RagbenchError as exc:
+        log.error("%s", exc)
+        sys.exit(1)
     status = "FAILED"
     scored = False  # the job's metrics are logged (else a failure logs 0 for its answer scores)
     try:

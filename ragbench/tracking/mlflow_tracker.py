@@ -15,11 +15,14 @@ from typing import Any
 
 from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
+from ragbench.redact import is_secret_key, redact_obj
+from ragbench.redact import redact as redact_text
+from ragbench.tracking import store
+from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
 
 log = logging.getLogger(__name__)
 
 _BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
-_SECRET_KEY = re.compile(r"(api_?key|secret|password|token)$", re.IGNORECASE)
 MAX_PARAM_LEN = 6000
 BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
 
@@ -33,26 +36,17 @@ def redact(params: Mapping[str, Any]) -> dict[str, str]:
     """Stringified params with anything named like a secret masked (env var *names* are kept)."""
     out = {}
     for key, value in params.items():
-        leaf = key.rsplit(".", 1)[-1]
-        if _SECRET_KEY.search(leaf) and value not in (None, ""):
+        if is_secret_key(key) and value not in (None, ""):
             value = "***"
-        text = "" if value is None else str(value)
+        text = "" if value is None else redact_text(str(value))
         out[mlflow_name(key)] = text[:MAX_PARAM_LEN]
     return out
-
-
-def _sqlite_dir(uri: str) -> Path | None:
-    if uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):]).parent
-    return None
 
 
 @functools.lru_cache(maxsize=8)
 def _client_for(uri: str) -> Any:
     """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
-    folder = _sqlite_dir(uri)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
+    store.prepare(uri)  # a sqlite store is created whole (under a lock) or named in a one-line error
     with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
         from mlflow import MlflowClient
 
@@ -75,6 +69,8 @@ class MlflowTracker:
     @property
     def client(self) -> Any:
         if self._client is None:
+            if store.sqlite_path(self.uri) is not None:
+                store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
             self._client = _client_for(self.uri)
         return self._client
 
@@ -96,11 +92,38 @@ class MlflowTracker:
 
     def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
         """A new RUNNING run; returns its id."""
-        all_tags = dict(tags)
+        all_tags = {k: redact_text(str(v)) for k, v in tags.items()}
+        all_tags[OWNER_TAG] = owner()
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = self.client.create_run(self.experiment_id(), run_name=run_name, tags=all_tags)
+        run = self.client.create_run(self.experiment_id(), run_name=redact_text(run_name), tags=all_tags)
         return str(run.info.run_id)
+
+    def copy_run(self, source: Any, *, run_name: str, parent_run_id: str | None, tags: Mapping[str, str]) -> str:
+        """A FINISHED copy of ``source``'s params, metrics and ragbench tags under another parent (the
+        source run is not touched); ``tags`` name the copy (its job number, overrides, origin)."""
+        kept = {k: v for k, v in source.data.tags.items() if not k.startswith("mlflow.") and k != OWNER_TAG}
+        run_id = self.start_run(run_name=run_name, parent_run_id=parent_run_id, tags={**kept, **tags})
+        self.log_params(run_id, source.data.params)
+        self.log_metrics(run_id, source.data.metrics)
+        self.end_run(run_id, "FINISHED")
+        return run_id
+
+    def close_stale_runs(self) -> list[str]:
+        """Closes as KILLED the RUNNING runs whose owning process is verifiably gone (kill -9, OOM);
+        runs of live processes (a concurrent sweep) and of other hosts are left alone."""
+        running = self.client.search_runs([self.experiment_id()], filter_string="attributes.status = 'RUNNING'",
+                                          max_results=5000)
+        closed = []
+        for run in running:
+            if owner_gone(run.data.tags.get(OWNER_TAG)):
+                self.set_tags(run.info.run_id, {"ragbench.closed_stale_by": owner()})
+                self.end_run(run.info.run_id, "KILLED")
+                closed.append(str(run.info.run_id))
+        if closed:
+            log.warning("closed %d run(s) left RUNNING by a process that is gone (kill -9?) as KILLED: %s",
+                        len(closed), ", ".join(closed))
+        return closed
 
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
@@ -112,7 +135,7 @@ class MlflowTracker:
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag
 
-        items = [RunTag(mlflow_name(k), str(v)[:5000]) for k, v in tags.items()]
+        items = [RunTag(mlflow_name(k), redact_text(str(v))[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), BATCH):
             self.client.log_batch(run_id, tags=items[i: i + BATCH], synchronous=True)
 
@@ -131,14 +154,21 @@ class MlflowTracker:
             for name, content in files.items():
                 p = Path(tmp) / name
                 p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+                if isinstance(content, bytes):
+                    try:
+                        content = content.decode("utf-8")
+                    except UnicodeDecodeError:
+                        p.write_bytes(content)
+                        continue
+                p.write_text(redact_text(content), encoding="utf-8")
             self.client.log_artifacts(run_id, tmp, artifact_path=artifact_path)
 
     def log_table(self, run_id: str, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (shown in the UI's artifact view and the evaluation tab)."""
         import pandas as pd
 
-        self.client.log_table(run_id, data=pd.DataFrame(list(rows)), artifact_file=artifact_file)
+        self.client.log_table(run_id, data=pd.DataFrame([redact_obj(dict(r)) for r in rows]),
+                              artifact_file=artifact_file)
 
     def log_dataset(self, run_id: str, *, name: str, digest: str, source: str,
                     rows: Sequence[Mapping[str, Any]], tags: Mapping[str, str]) -> None:

@@ -10,14 +10,51 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from ragbench import redact
+from ragbench.errors import RagbenchError
 from ragbench.tracking.report import comparison_table
 
 log = logging.getLogger(__name__)
 
 PARENT_FILE = "ragbench_parent_run_id"
+HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+_PARENTS: dict[str, str] = {}  # resolved sweep dir -> parent run id, for jobs run in the sweep's process
+_OPEN: dict[str, Any] = {}  # parent run id -> tracker, closed on every exit path
+
+
+def close_open_parents(status: str) -> None:
+    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit)."""
+    for run_id, tracker in list(_OPEN.items()):
+        _OPEN.pop(run_id, None)
+        try:
+            tracker.end_run(run_id, status)
+        except Exception as exc:  # the store may be what failed; the next sweep closes the run as stale
+            log.warning("could not close sweep run %s as %s: %s", run_id, status, exc)
+
+
+atexit.register(close_open_parents, "FAILED")
+
+
+def _fail(message: str) -> None:
+    """One line and exit 1: Hydra turns a callback's exception into a warning and carries on."""
+    log.error("%s", message)
+    sys.exit(1)
+
+
+def register_secrets(config: DictConfig) -> None:
+    """Registers the secrets in the command line and the composed config (before anything is written)."""
+    redact.register_overrides(str(o) for o in (OmegaConf.select(config, "hydra.overrides.task") or []))
+    container = OmegaConf.to_container(config, resolve=False)
+    assert isinstance(container, dict)
+    container.pop("hydra", None)
+    try:
+        redact.check_config(container)
+    except RagbenchError:
+        pass  # the job refuses it with the same error, recorded in its run
 KEY_METRICS = {  # metric -> short column label for the terminal
     "retrieval/hit_at_5": "hit@5", "retrieval/recall_at_5": "recall@5", "retrieval/mrr": "mrr",
     "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
@@ -26,7 +63,11 @@ KEY_METRICS = {  # metric -> short column label for the terminal
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
-    """The sweep's parent run id, written by ``on_multirun_start``."""
+    """The sweep's parent run id: this process's own sweep first (basic launcher), else the file written
+    by ``on_multirun_start`` (jobs in launcher worker processes)."""
+    key = str(Path(sweep_dir).resolve())
+    if key in _PARENTS:
+        return _PARENTS[key]
     p = Path(sweep_dir) / PARENT_FILE
     return p.read_text().strip() if p.exists() else None
 
@@ -78,28 +119,60 @@ class MlflowSweepCallback(Callback):
         self._tracker: Any = None
         self._run_id: str | None = None
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: secrets registered and its output folder checked before Hydra writes to it."""
+        register_secrets(config)
+        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
+
+        try:
+            writable_folder(Path(str(config.hydra.run.dir)), "the run's output folder (hydra.run.dir)", OUTPUT_FIX)
+        except RagbenchError as exc:
+            _fail(str(exc))
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Masks secrets in the files Hydra wrote before the job: ``.hydra/*.yaml`` and ``multirun.yaml``."""
+        register_secrets(config)
+        out = OmegaConf.select(config, "hydra.runtime.output_dir")
+        sub = OmegaConf.select(config, "hydra.output_subdir")
+        paths = [Path(str(out)) / str(sub) / name for name in HYDRA_FILES] if out and sub else []
+        if OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
+            paths.append(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+        for path in paths:
+            redact.redact_file(path)
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._tracker = instantiate(config.tracking)
+        register_secrets(config)
+        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
+
         sweep_dir = Path(str(config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         overrides = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=True) or [])
-        self._run_id = self._tracker.start_run(
-            run_name=f"sweep {sweep_dir.name}",
-            tags={"ragbench.role": "sweep", "ragbench.sweep_dir": str(sweep_dir.resolve()),
-                  "ragbench.sweep_overrides": " ".join(map(str, overrides))},
-        )
+        try:
+            writable_folder(sweep_dir, "the sweep's output folder (hydra.sweep.dir)", OUTPUT_FIX)
+            self._tracker = instantiate(config.tracking)
+            self._tracker.close_stale_runs()
+            self._run_id = self._tracker.start_run(
+                run_name=f"sweep {sweep_dir.name}",
+                tags={"ragbench.role": "sweep", "ragbench.sweep_dir": str(sweep_dir.resolve()),
+                      "ragbench.sweep_overrides": " ".join(map(str, overrides))},
+            )
+        except RagbenchError as exc:
+            _fail(str(exc))
+        assert self._run_id is not None
+        _OPEN[self._run_id] = self._tracker
+        _PARENTS[str(sweep_dir.resolve())] = self._run_id
         (sweep_dir / PARENT_FILE).write_text(self._run_id)
-        atexit.register(self._close_if_open, "KILLED")
         log.info("sweep parent run %s", self._run_id)
 
     def _close_if_open(self, status: str) -> None:
         if self._run_id is not None and self._tracker is not None:
             try:
+                _OPEN.pop(self._run_id, None)
                 self._tracker.end_run(self._run_id, status)
             finally:
                 self._run_id = None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        redact.redact_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         if self._run_id is None:
             return
         children = self._tracker.search_children(self._run_id)

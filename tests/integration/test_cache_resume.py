@@ -141,7 +141,8 @@ def _select(con: sqlite3.Connection) -> list[tuple]:
         "select r.run_uuid, r.status, "
         "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.job_hash'), "
         "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'mlflow.parentRunId'), "
-        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.role') "
+        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.role'), "
+        "(select value from tags t where t.run_uuid = r.run_uuid and t.key = 'ragbench.reused_from') "
         "from runs r").fetchall()
 
 
@@ -170,18 +171,20 @@ def test_resume_after_kill_9(tmp_path):
     again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     after = _runs(db)
-    assert not [r for r in after if r[1] == "RUNNING" and r[4] == "job"]  # never left RUNNING
-    jobs = [r for r in after if r[4] == "job" and r[1] == "FINISHED"]
-    assert len({r[2] for r in jobs}) == len(jobs) == 3  # no job duplicated
-    assert sum(1 for r in after if r[2] == finished_hash) == 1  # the finished job did not run twice
+    assert not [r for r in after if r[1] == "RUNNING"]  # never left RUNNING: the killed sweep's parent neither
     new_parent = next(r[0] for r in sorted(after) if r[4] == "sweep" and r[1] == "FINISHED")
-    assert all(r[3] == new_parent for r in jobs)  # the new sweep's table holds all three, once each
+    jobs = [r for r in after if r[3] == new_parent]
+    assert len({r[2] for r in jobs}) == len(jobs) == 3 and all(r[1] == "FINISHED" for r in jobs)  # all three, once
+    [copy] = [r for r in jobs if r[2] == finished_hash]  # the finished job did not run twice: it is shown
+    original = next(r for r in before if r[2] == finished_hash)  # in the new sweep as a copy of the old run,
+    assert copy[5] == original[0] and copy[0] != original[0]  # which stays in the killed sweep, untouched
+    assert next(r for r in after if r[0] == original[0])[3] == original[3]
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{db}")
-    reruns = [client.get_run(r[0]) for r in jobs if r[0] not in {b[0] for b in before}]
+    reruns = [client.get_run(r[0]) for r in jobs if r[5] is None]
     assert len(reruns) == 2
     assert all(run.data.metrics["ingest/embedded_texts"] == 0 for run in reruns)  # nothing re-embedded
     assert max(run.data.metrics.get("cache/answers/hits", 0) for run in reruns) >= 5  # finished cases reused
     killed = [r for r in after if r[1] == "KILLED"]
-    assert len(killed) == 1 and client.get_run(killed[0][0]).data.tags["ragbench.replaced"] == "true"
+    assert sorted(r[4] for r in killed) == ["job", "sweep"]  # the interrupted job and its sweep, closed

@@ -1,0 +1,242 @@
+"""The one secret-masking rule, applied at every sink a config string or a reply can reach.
+
+``redact(text)`` masks (1) every value registered as a secret (the keys held by environment variables
+named like a secret or named by ``*.api_key_env``, values given under a secret-named config key, a key
+pasted into ``*.api_key_env``) and (2) the value of any ``key=value`` / ``key: value`` assignment whose key
+is named like a secret (``api_key``, ``token``, ``secret``, ``password``, ...), so ``+llm.api_key=sk-...``
+is masked in a run name, an override list or a YAML dump even before it is registered.
+
+Sinks: MLflow run names, tags, params and artifacts (``tracking.mlflow_tracker``), Hydra's ``.hydra/*.yaml``
+and ``multirun.yaml`` (``tracking.sweep``), log lines (``LogFilter`` in ``conf/hydra/ragbench.yaml``).
+Other modules (the LLM reply sink, caches) call ``redact`` before they store or forward a string.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ragbench.errors import ConfigError
+
+MASK = "***"
+# a key (config leaf, override, env var name) whose value is a secret
+SECRET_KEY = re.compile(r"(api_?key|access_?key|secret|password|passwd|token)$", re.IGNORECASE)
+# what an environment variable NAME looks like (a value in *.api_key_env must be one)
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MIN_ENV_SECRET = 8  # shorter env values ("none", "1") are not masked in free text
+MIN_SECRET = 4  # shorter values given under a secret key are masked by the key rule only
+_ASSIGNMENT = re.compile(
+    r"(?P<key>(?<![\w.\-+~])[+~]*[\w.\-]*(?:api_?key|access_?key|secret|password|passwd|token))"
+    r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=][ \t]*)"
+    r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|\[[^\]\n]*\]|[^\s,'\"\]}]+)",
+    re.IGNORECASE,
+)
+# cheap first passes over lower-cased text (a substring search, then a case-sensitive regex): only lines
+# where a secret-named key is directly followed by ':' or '=' go through _ASSIGNMENT
+_KEYWORDS = ("apikey", "api_key", "accesskey", "access_key", "secret", "password", "passwd", "token")
+_TRIGGER = re.compile(r"(?:api_?key|access_?key|secret|password|passwd|token)[\"']?[ \t]*[:=]")
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+
+
+def is_secret_key(key: str) -> bool:
+    """True for a key (dotted or not, ``+``/``~`` prefixes allowed) whose value is a secret."""
+    return bool(SECRET_KEY.search(key.lstrip("+~").rsplit(".", 1)[-1]))
+
+
+def register(value: Any, *, min_len: int = MIN_SECRET) -> None:
+    """Masks ``value`` in every later ``redact`` call (values shorter than ``min_len`` are ignored)."""
+    global _pattern
+    if not isinstance(value, str):
+        return
+    value = value.strip()
+    if len(value) < min_len or value == MASK:
+        return
+    with _lock:
+        if value not in _secrets:
+            _secrets.add(value)
+            ordered = sorted(_secrets, key=len, reverse=True)  # a longer secret first, never half-masked
+            _pattern = re.compile("|".join(map(re.escape, ordered)))
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret and every secret-named assignment's value masked."""
+    if not text:
+        return text
+    pattern = _pattern
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    if not _has_keyword(text):
+        return text
+    return "".join(_ASSIGNMENT.sub(_mask_assignment, line) if _has_keyword(line) else line
+                   for line in text.splitlines(keepends=True))
+
+
+def _has_keyword(text: str) -> bool:
+    low = text.lower()
+    return any(k in low for k in _KEYWORDS) and _TRIGGER.search(low) is not None
+
+
+def _mask_assignment(m: re.Match[str]) -> str:
+    val = m.group("val")
+    bare = val.strip("\"'")
+    if bare in (MASK, "", "null", "None", "~") or bare.startswith(("<", "${")):  # a placeholder, not a value
+        return m.group(0)
+    quote = val[0] if val[0] in "\"'" else ""
+    return f"{m.group('key')}{m.group('q')}{m.group('sep')}{quote}{MASK}{quote}"
+
+
+def redact_obj(obj: Any) -> Any:
+    """A JSON-like value with every string redacted and every secret-named key's value masked."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, Mapping):
+        return {k: (MASK if is_secret_key(str(k)) and v not in (None, "") else redact_obj(v)) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [redact_obj(v) for v in obj]
+    return obj
+
+
+def register_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Registers the values of environment variables named like a secret (OPENAI_API_KEY, HF_TOKEN, ...)."""
+    for name, value in (os.environ if environ is None else environ).items():
+        if is_secret_key(name):
+            register(value, min_len=MIN_ENV_SECRET)
+
+
+def register_overrides(overrides: Iterable[str]) -> None:
+    """Registers secrets in raw command-line overrides, sweep lists included (``+llm.api_key=a,b``)."""
+    for item in overrides:
+        key, sep, value = str(item).partition("=")
+        if not sep:
+            continue
+        pieces = [p.strip().strip("\"'[]") for p in value.split(",")]
+        if is_secret_key(key):
+            register(value)
+            for piece in pieces:
+                register(piece)
+        elif key.endswith("api_key_env"):
+            for piece in pieces:
+                if piece and piece != "null" and not ENV_NAME.fullmatch(piece):
+                    register(piece)
+                elif piece:
+                    register(os.environ.get(piece, ""), min_len=MIN_ENV_SECRET)
+
+
+def check_config(config: Any, path: str = "") -> None:
+    """Registers the secrets a job config holds and refuses a key in the config or in ``*.api_key_env``.
+
+    ``config`` is the unresolved plain container (``OmegaConf.to_container(cfg)``): interpolations are
+    skipped here and checked where they point. The error never echoes the value.
+    """
+    problems: list[ConfigError] = []
+    _walk(config, path, problems)
+    if problems:
+        raise problems[0]
+
+
+def _walk(node: Any, path: str, problems: list[ConfigError]) -> None:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            _walk(value, f"{path}.{key}" if path else str(key), problems)
+        return
+    if isinstance(node, list | tuple):
+        for i, value in enumerate(node):
+            _walk(value, f"{path}.{i}", problems)
+        return
+    if not isinstance(node, str) or not node or "${" in node:
+        return
+    group = path.rsplit(".", 1)[0] if "." in path else path
+    if path.endswith("api_key_env"):
+        if ENV_NAME.fullmatch(node):
+            register(os.environ.get(node, ""), min_len=MIN_ENV_SECRET)
+            return
+        register(node)
+        problems.append(ConfigError(
+            f"{path} must NAME an environment variable (like OPENAI_API_KEY), but its value is not a variable "
+            f"name (not shown: it looks like a key pasted by mistake)\n  fix: export OPENAI_API_KEY=<your key> "
+            f"and set {path}=OPENAI_API_KEY"))
+    elif is_secret_key(path):
+        register(node)
+        problems.append(ConfigError(
+            f"{path} puts a secret in the config (not shown); ragbench reads keys only from the environment\n"
+            f"  fix: drop {path}, export the key (e.g. OPENAI_API_KEY=<your key>) and set "
+            f"{group}.api_key_env=OPENAI_API_KEY"))
+
+
+def redact_file(path: str | Path) -> bool:
+    """Rewrites a text file (Hydra's ``.hydra/*.yaml``, ``multirun.yaml``) redacted; True if it changed."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    clean = redact(text)
+    if clean == text:
+        return False
+    tmp = p.with_name(f".{p.name}.redact-{os.getpid()}")
+    tmp.write_text(clean, encoding="utf-8")
+    os.replace(tmp, p)
+    return True
+
+
+class RedactingStream:
+    """``sys.stdout`` / ``sys.stderr`` with secrets masked: what Hydra, rich and warnings print directly.
+    Everything but ``write`` (encoding, buffer, isatty, fileno, ...) is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, flush ...
+        return getattr(self._stream, name)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+
+def mask_terminal() -> None:
+    """Wraps ``sys.stdout`` and ``sys.stderr`` (once) so nothing printed shows a registered secret."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))
+
+
+class LogFilter(logging.Filter):
+    """A handler filter masking secrets in every record (message, arguments and traceback text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave the record to logging's own error path
+            return True
+        clean = redact(message)
+        if clean != message or record.args:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True

@@ -1,0 +1,130 @@
+"""The one secret-masking rule (ragbench/redact.py) and the process-liveness test behind stale-run closing."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ragbench import redact
+from ragbench.errors import ConfigError
+from ragbench.tracking.owner import owner, owner_gone
+
+KEY = "sk-unit-test-5e6f7a8b9c0d"
+
+
+@pytest.fixture(autouse=True)
+def _own_registry(monkeypatch):
+    """Each test registers into its own set, so no secret leaks into other tests' redaction."""
+    monkeypatch.setattr(redact, "_secrets", set())
+    monkeypatch.setattr(redact, "_pattern", None)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("#1 +llm.api_key=sk-abc123,retrieval.topk=5", "#1 +llm.api_key=***,retrieval.topk=5"),
+    ("llm:\n  api_key: sk-abc\n  api_key_env: OPENAI_API_KEY", "llm:\n  api_key: ***\n  api_key_env: OPENAI_API_KEY"),
+    ('{"api_key": "sk-x", "n": 1}', '{"api_key": "***", "n": 1}'),  # JSON stays JSON
+    ("- +judge.password=[a,b]", "- +judge.password=***"),
+    ("HF_TOKEN=hf_abcdef rest", "HF_TOKEN=*** rest"),
+    ("max_tokens: 256 tokens=3", "max_tokens: 256 tokens=3"),  # counts are not secrets
+    ("api_key_env: OPENAI_API_KEY", "api_key_env: OPENAI_API_KEY"),  # a variable name is kept
+    ("export OPENAI_API_KEY=<your key>", "export OPENAI_API_KEY=<your key>"),  # a placeholder is kept
+    ('"api_key": null', '"api_key": null'),
+    ("api_key=${oc.env:KEY}", "api_key=${oc.env:KEY}"),
+])
+def test_assignments_named_like_a_secret_are_masked(text, expected):
+    assert redact.redact(text) == expected
+
+
+def test_registered_values_are_masked_anywhere_longest_first():
+    redact.register(KEY)
+    redact.register(KEY[:10])
+    assert redact.redact(f"reply: the key is {KEY}.") == "reply: the key is ***."
+    assert redact.redact(f"llm.api_key_env={KEY},x") == "llm.api_key_env=***,x"
+    redact.register("abc")  # too short to mask in free text (the key rule still masks it)
+    assert redact.redact("abc") == "abc"
+
+
+def test_environment_values_named_like_secrets_are_registered():
+    redact.register_environment({"MY_SERVICE_TOKEN": "tok-env-123456789", "HOME": "/home/someone-long",
+                                 "OPENAI_API_KEY": "none"})
+    assert redact.redact("x tok-env-123456789 /home/someone-long none") == "x *** /home/someone-long none"
+
+
+def test_overrides_register_each_sweep_value_and_pasted_env_names():
+    redact.register_overrides(["+llm.api_key=sk-sweep-aaaa1111,sk-sweep-bbbb2222",
+                               "llm.api_key_env=OPENAI_API_KEY,sk-pasted-cccc3333", "retrieval.topk=3,5"])
+    text = "sk-sweep-aaaa1111 sk-sweep-bbbb2222 sk-pasted-cccc3333 OPENAI_API_KEY 3,5"
+    assert redact.redact(text) == "*** *** *** OPENAI_API_KEY 3,5"
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"llm": {"api_key_env": "sk-pasted-dddd4444"}}, "llm.api_key_env must NAME an environment variable"),
+    ({"judge": {"judges": {"llm": {"api_key_env": "has space"}}}}, "judge.judges.llm.api_key_env must NAME"),
+    ({"llm": {"api_key": "sk-config-eeee5555"}}, "llm.api_key puts a secret in the config"),
+    ({"embedder": {"token": "hf_ffff6666"}}, "embedder.token puts a secret in the config"),
+])
+def test_a_key_in_the_config_is_refused_without_echoing_it(config, message):
+    with pytest.raises(ConfigError) as exc:
+        redact.check_config(config)
+    text = str(exc.value)
+    assert message in text and "fix:" in text
+    secret = {"sk-pasted-dddd4444", "has space", "sk-config-eeee5555", "hf_ffff6666"} & set(str(config).split("'"))
+    assert secret and all(s not in text and redact.redact(s) == "***" for s in secret)
+
+
+@pytest.mark.parametrize("config", [
+    {"llm": {"api_key_env": "OPENAI_API_KEY"}}, {"llm": {"api_key_env": None}},
+    {"judge": {"judges": {"llm": {"api_key_env": "${judge.api_key_env}"}}}}, {"llm": {"max_tokens": 256}},
+])
+def test_valid_configs_pass(config):
+    redact.check_config(config)
+
+
+def test_log_filter_masks_message_arguments_and_traceback():
+    redact.register(KEY)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(redact.LogFilter())
+    logger = logging.getLogger("ragbench.test_redact")
+    logger.addHandler(handler)
+    try:
+        logger.warning("calling with %s", KEY)
+        try:
+            raise ValueError(f"server said {KEY}")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    out = stream.getvalue()
+    assert KEY not in out and out.count("***") == 2 and "ValueError" in out
+
+
+def test_terminal_stream_and_files_are_masked(tmp_path):
+    redact.register(KEY)
+    stream = io.StringIO()
+    wrapped = redact.RedactingStream(stream)
+    wrapped.write(f"key {KEY}\n")
+    assert stream.getvalue() == "key ***\n"
+    f = tmp_path / "overrides.yaml"
+    f.write_text(f"- +llm.api_key={KEY}\n- retrieval.topk=3\n")
+    assert redact.redact_file(f) and KEY not in f.read_text() and "retrieval.topk=3" in f.read_text()
+    assert not redact.redact_file(f)  # already clean: not rewritten
+
+
+def test_owner_liveness():
+    assert owner_gone(owner()) is False
+    assert owner_gone(None) is None and owner_gone("another-host:1:1") is None
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    from ragbench.tracking.owner import _start_time
+
+    tag = f"{owner().split(':')[0]}:{proc.pid}:{_start_time(proc.pid)}"
+    assert owner_gone(tag) is False
+    proc.kill()
+    proc.wait()
+    assert owner_gone(tag) is True
+    assert os.getpid() != proc.pid
