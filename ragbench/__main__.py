@@ -32,6 +32,29 @@ def main(cfg: DictConfig) -> float | None:
     return run(cfg)
 
 
+def check_command_line() -> None:
+    """A command-line key that no config file has gets one line naming the closest keys, not Hydra's
+    advice to append it with ``+`` (where it would be silently ignored); see ragbench.config_check."""
+    from ragbench.config_check import check_overrides
+    from ragbench.errors import ConfigError
+
+    try:
+        check_overrides(sys.argv[1:])
+    except ConfigError as exc:
+        print(f"ragbench: {exc}", file=sys.stderr)
+        leave(1)
+
+
+def cli() -> None:
+    """The ``ragbench`` console script: ``python -m ragbench``."""
+    check_command_line()
+    try:
+        main()
+    except SystemExit as exc:
+        leave(exc.code)
+    leave(0)
+
+
 def leave(code: int | str | None) -> None:
     """Exit with ``code``, skipping the interpreter's teardown of the module graph.
 
@@ -52,8 +75,4 @@ def leave(code: int | str | None) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except SystemExit as exc:
-        leave(exc.code)
-    leave(0)
+    cli()

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragbench import __version__
 from ragbench.cache.store import StageCache
+from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.tracking.job_log import flatten, log_job
@@ -40,6 +41,7 @@ def _instantiate(node: Any) -> Any:
 
 def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
+    check_config(cfg)  # unknown group keys, out-of-range numbers: before MLflow or any model
     rr = cfg.reranker
     components = Components(
         dataset=_instantiate(cfg.dataset),
