@@ -19,6 +19,9 @@ for _key, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_key, _value)
+if not sys.stderr.isatty():  # off a terminal (CI logs, pipes) tqdm bars are \r-joined noise: no bars at all
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
