@@ -79,12 +79,10 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
 
 
 def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[str, Any]]:
-    """Rows grouped by dataset (in order of first appearance), best ``sort_by`` first inside each group,
+    """Rows grouped by dataset (datasets in name order), best ``sort_by`` first inside each group,
     failed jobs last; each row gets its ``rank`` within its dataset. Scores of two datasets are not
     comparable, so a rank across them would mean nothing."""
-    order: dict[str, int] = {}
-    for r in rows:
-        order.setdefault(str(r.get("dataset", "")), len(order))
+    order = {name: i for i, name in enumerate(sorted({str(r.get("dataset", "")) for r in rows}))}
 
     def key(r: Mapping[str, Any]) -> tuple[int, bool, float]:
         score = r.get(sort_by)
