@@ -21,6 +21,9 @@ for _key, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_key, _value)
+if not sys.stderr.isatty():  # off a terminal (CI logs, pipes) tqdm bars are \r-joined noise: no bars at all
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
@@ -49,6 +52,19 @@ def _hydra_main(cfg: DictConfig) -> float | None:
     return run(cfg)
 
 
+def check_command_line() -> None:
+    """A command-line key that no config file has gets one line naming the closest keys, not Hydra's
+    advice to append it with ``+`` (where it would be silently ignored); see ragbench.config_check."""
+    from ragbench.config_check import check_overrides
+    from ragbench.errors import ConfigError
+
+    try:
+        check_overrides(sys.argv[1:])
+    except ConfigError as exc:
+        print(f"ragbench: {exc}", file=sys.stderr)
+        leave(1)
+
+
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
@@ -60,6 +76,7 @@ def main() -> None:
     redact.register_environment()
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
     redact.mask_terminal()
+    check_command_line()
     try:
         _hydra_main()
     except KeyboardInterrupt as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragbench import __version__, redact
 from ragbench.cache.store import StageCache
+from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
@@ -25,6 +27,7 @@ from ragbench.tracking.report import job_summary
 from ragbench.tracking.sweep import parent_run_id
 
 log = logging.getLogger("ragbench")
+LOG_EVERY_S = 30.0
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines list missing CPU variants
 
 
@@ -43,6 +46,7 @@ def _instantiate(node: Any) -> Any:
 
 def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
+    check_config(cfg)  # unknown group keys, out-of-range numbers: before MLflow or any model
     rr = cfg.reranker
     components = Components(
         dataset=_instantiate(cfg.dataset),
@@ -88,16 +92,17 @@ class _CaseProgress:
         self._bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                              TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty())
         self._task: Any = None
-        self._last = 0
+        self._last = time.monotonic()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self._task is None:
             self._bar.start()
             self._task = self._bar.add_task(stage, total=total)
         self._bar.update(self._task, completed=done)
-        if not sys.stderr.isatty() and (done == total or done - self._last >= max(total // 10, 1)):
+        # off a terminal: the last line, and one every LOG_EVERY_S while a long loop runs (not 10 per job)
+        if not sys.stderr.isatty() and (done == total or time.monotonic() - self._last >= LOG_EVERY_S):
             log.info("%s: %d/%d", stage, done, total)
-            self._last = done
+            self._last = time.monotonic()
         if done == total:
             self._bar.stop()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -132,11 +133,26 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         st = self._load()
-        vecs = st.encode(
-            [prefix + t for t in texts], batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=progress and self.show_progress,
-        )
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        inputs = [prefix + t for t in texts]
+
+        def encode(part: list[str]) -> np.ndarray:
+            return st.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                             show_progress_bar=False)
+
+        # A labelled bar on a terminal only: off one (CI logs, pipes) tqdm's bar would print \r-joined lines.
+        if not (progress and self.show_progress and sys.stderr.isatty()):
+            return np.ascontiguousarray(encode(inputs), dtype=np.float32)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        step = self.batch_size * 8  # slices of 8 batches: length-sorted batching inside each, a bar between
+        parts = []
+        with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      transient=True) as bar:
+            task = bar.add_task(f"embedding {len(inputs):,} texts", total=len(inputs))
+            for i in range(0, len(inputs), step):
+                parts.append(encode(inputs[i: i + step]))
+                bar.advance(task, len(inputs[i: i + step]))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, with a progress bar."""

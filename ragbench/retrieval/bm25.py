@@ -80,6 +80,7 @@ class BM25Retriever:
     def build(self, *, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray | None = None) -> None:
         """Tokenize and index ``texts`` (``vectors`` is ignored)."""
         import bm25s
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import
 
         if len(ids) != len(texts):
             raise RagbenchError(

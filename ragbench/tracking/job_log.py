@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import getpass
 import json
+import re
 import subprocess
 from collections import Counter
 from collections.abc import Mapping
@@ -48,6 +50,48 @@ def git_commit() -> str:
     return sha + ("+dirty" if dirty else "")
 
 
+def source_tags() -> dict[str, str]:
+    """MLflow's own source tags, which its UI shows in the run list and the run page."""
+    commit = git_commit()
+    tags = {"mlflow.source.type": "LOCAL", "mlflow.source.name": "python -m ragbench"}
+    if commit != "unknown":
+        tags["mlflow.source.git.commit"] = commit.removesuffix("+dirty")
+    try:
+        tags["mlflow.user"] = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        pass
+    return tags
+
+
+_AT_K = re.compile(r"^retrieval/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
+# the figures a sweep is compared on: one fixed name each, whatever the job's top-k
+HEADLINE = {
+    "headline/hit_at_topk": "retrieval/hit_at_topk", "headline/recall_at_topk": "retrieval/recall_at_topk",
+    "headline/mrr": "retrieval/mrr", "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
+    "headline/context_evidence_recall": "context/evidence_recall", "headline/answer_f1": "answer/f1",
+    "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
+    "headline/failure_rate": "cases/failure_rate",
+}
+
+
+def at_k_views(metrics: Mapping[str, float], topk: int) -> tuple[dict[str, float], dict[str, dict[int, float]]]:
+    """(fixed-name metrics, curves) from the ``retrieval/<m>_at_<k>`` metrics of one job.
+
+    ``retrieval/<m>_at_topk`` is the job's own cut-off under one name, so the columns of a top-k
+    sweep line up; ``headline/*`` repeats a compact set of figures that sort together in the UI;
+    ``retrieval/<m>_at_k_curve`` holds every reported cut-off with k as the step (a line chart)."""
+    curves: dict[str, dict[int, float]] = {}
+    for key, value in metrics.items():
+        m = _AT_K.match(key)
+        if m:
+            curves.setdefault(f"retrieval/{m['name']}_at_k_curve", {})[int(m["k"])] = value
+    fixed = {f"retrieval/{c.split('/')[1].removesuffix('_at_k_curve')}_at_topk": series[topk]
+             for c, series in curves.items() if topk in series}
+    merged = {**metrics, **fixed}
+    fixed.update({name: merged[src] for name, src in HEADLINE.items() if src in merged})
+    return fixed, curves
+
+
 def case_row(case: CaseResult, topk: int) -> dict[str, Any]:
     """One flat row per case: question, gold, answer, retrieved ids, scores, status."""
     row: dict[str, Any] = {
@@ -83,7 +127,7 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         "ragbench.dataset": ev.name,
         "ragbench.dataset_variant": ev.variant,
         "ragbench.version": __version__,
-        "ragbench.git_commit": git_commit(),
+        "ragbench.git_commit": git_commit(),  # with +dirty; mlflow.source.git.commit has the bare sha
         **{f"ragbench.dataset.{k}": v for k, v in ev.tags.items()},
         **extra_tags,
     }
@@ -98,7 +142,10 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         metrics[f"dataset/queries_by_type/{t}"] = float(n)
     for stage, seconds in result.timings.items():
         metrics[f"time/{stage}_s"] = seconds
+    fixed, curves = at_k_views(result.metrics, topk)
+    metrics.update(fixed)
     tracker.log_metrics(run_id, metrics)
+    tracker.log_curves(run_id, curves)
     rows = [case_row(c, topk) for c in result.cases]
     records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk)}
                for row, c in zip(rows, result.cases, strict=True)]

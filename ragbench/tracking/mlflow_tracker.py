@@ -23,6 +23,8 @@ from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
 log = logging.getLogger(__name__)
 
 _BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
+# MLflow 3's UI opens an experiment of this kind on its training runs, not on the GenAI traces overview.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 MAX_PARAM_LEN = 6000
 BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
 
@@ -78,21 +80,30 @@ class MlflowTracker:
         """The experiment's id, created (with artifacts under ``artifact_root``) when missing."""
         exp = self.client.get_experiment_by_name(self.experiment)
         if exp is not None:
+            if not set(EXPERIMENT_KIND.items()) <= set(exp.tags.items()):  # made by an older ragbench or by hand
+                self._set_kind(str(exp.experiment_id))
             return str(exp.experiment_id)
         location = None
         if self.uri.startswith("sqlite:") or self.uri.startswith("file:"):
             location = (Path(self.artifact_root).resolve() / self.experiment).as_uri()
         try:
-            return str(self.client.create_experiment(self.experiment, artifact_location=location))
+            return str(self.client.create_experiment(self.experiment, artifact_location=location,
+                                                     tags=EXPERIMENT_KIND))
         except Exception:
             exp = self.client.get_experiment_by_name(self.experiment)
             if exp is None:
                 raise
             return str(exp.experiment_id)
 
+    def _set_kind(self, experiment_id: str) -> None:
+        for key, value in EXPERIMENT_KIND.items():
+            self.client.set_experiment_tag(experiment_id, key, value)
+
     def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
-        """A new RUNNING run; returns its id."""
-        all_tags = {k: redact_text(str(v)) for k, v in tags.items()}
+        """A new RUNNING run, with MLflow's standard source tags (commit, entry point, user); returns its id."""
+        from ragbench.tracking.job_log import source_tags  # job_log imports this module
+
+        all_tags = {**source_tags(), **{k: redact_text(str(v)) for k, v in tags.items()}}
         all_tags[OWNER_TAG] = owner()
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
@@ -145,6 +156,17 @@ class MlflowTracker:
 
         now = int(time.time() * 1000)
         items = [Metric(mlflow_name(k), float(v), now, step) for k, v in sorted(metrics.items())]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, metrics=items[i: i + BATCH], synchronous=True)
+
+    def log_curves(self, run_id: str, curves: Mapping[str, Mapping[int, float]]) -> None:
+        """Metric series with their x as MLflow's step (``retrieval/recall_at_k_curve`` at k = 1, 3, 5, ...),
+        so the UI draws each as a line chart rather than a single bar."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(mlflow_name(k), float(v), now, int(step))
+                 for k, series in sorted(curves.items()) for step, v in sorted(series.items())]
         for i in range(0, len(items), BATCH):
             self.client.log_batch(run_id, metrics=items[i: i + BATCH], synchronous=True)
 

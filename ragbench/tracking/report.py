@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and squeeze the tables.
@@ -21,18 +22,29 @@ HEADLINE = (
 TYPE_COLUMNS = ("cases/total", "cases/failed", "retrieval/hit_at_5", "retrieval/mrr", "answer/f1", "judge/accuracy")
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) >= 1:
-        return f"{int(value):,}"
+COUNT_PREFIXES = ("cases/", "counts/", "sweep/", "dataset/", "evidence/", "ingest/")
+NOT_COUNT_SUFFIXES = ("rate", "ratio", "share", "mean", "_s", "_ms")
+
+
+def is_count(key: str) -> bool:
+    """Whether a metric counts things (printed as an integer: ``0``, never ``0.0000``)."""
+    core = key.split("/", 2)[2] if key.startswith("by_type/") and key.count("/") >= 2 else key
+    return core.startswith(COUNT_PREFIXES) and not core.endswith(NOT_COUNT_SUFFIXES)
+
+
+def _fmt(value: Any, key: str = "") -> str:
+    """A cell: counts as integers, scores with 4 decimals; text escaped so rich never reads it as markup."""
+    if isinstance(value, float) and (is_count(key) or value.is_integer() and abs(value) > 1):
+        return f"{value:,.0f}"
     if isinstance(value, float):
         return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
+    return escape(str(value))
 
 
 def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mapping[str, str],
                 counts: Mapping[str, int], timings: Mapping[str, float], run_id: str | None) -> None:
     """EasyRAG-style block: status counts, fingerprints, retrieval and answer metrics, per-type table."""
-    head = Table(title=title, show_header=False, title_justify="left")
+    head = Table(title=escape(title), show_header=False, title_justify="left")
     head.add_column("key", style="bold")
     head.add_column("value")
     total = int(metrics.get("cases/total", 0))
@@ -41,7 +53,7 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
                           f"({metrics.get('cases/failure_rate', 0.0):.1%})")
     head.add_row("corpus", ", ".join(f"{k}={v}" for k, v in counts.items()))
     for k, v in fingerprints.items():
-        head.add_row(k, v)
+        head.add_row(k, escape(str(v)))
     head.add_row("time", ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
     if run_id:
         head.add_row("mlflow run", run_id)
@@ -53,7 +65,7 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
     for key in HEADLINE:
         if key in metrics:
             ok = metrics.get(f"{key}_successful")
-            body.add_row(key, _fmt(metrics[key]), _fmt(ok) if ok is not None else "")
+            body.add_row(key, _fmt(metrics[key], key), _fmt(ok, key) if ok is not None else "")
     console.print(body)
     types = sorted({k.split("/")[1] for k in metrics if k.startswith("by_type/")})
     if types:
@@ -63,17 +75,38 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
         for c in cols:
             table.add_column(c, justify="right")
         for t in types:
-            table.add_row(t, *(_fmt(metrics.get(f"by_type/{t}/{c}", "")) for c in cols))
+            table.add_row(escape(t), *(_fmt(metrics.get(f"by_type/{t}/{c}", ""), c) for c in cols))
         console.print(table)
+
+
+def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[str, Any]]:
+    """Rows grouped by dataset (datasets in name order), best ``sort_by`` first inside each group,
+    failed jobs last; each row gets its ``rank`` within its dataset. Scores of two datasets are not
+    comparable, so a rank across them would mean nothing."""
+    order = {name: i for i, name in enumerate(sorted({str(r.get("dataset", "")) for r in rows}))}
+
+    def key(r: Mapping[str, Any]) -> tuple[int, bool, float]:
+        score = r.get(sort_by)
+        return (order[str(r.get("dataset", ""))], r.get("status") != "FINISHED",
+                -float(score) if isinstance(score, int | float) else float("inf"))
+
+    out = sorted(rows, key=key)
+    seen: dict[str, int] = {}
+    for r in out:
+        ds = str(r.get("dataset", ""))
+        seen[ds] = seen.get(ds, 0) + 1
+        r["rank"] = seen[ds]
+    return out
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str], *, title: str) -> None:
     """Jobs x metrics, already sorted best first; ``columns`` maps row keys to column labels."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for c, label in columns.items():
         wraps = c in ("run", "job")  # only the job label may wrap; status and numbers never shrink
-        table.add_column(label, justify="left" if wraps or c == "status" else "right", no_wrap=not wraps,
+        left = wraps or c in ("status", "dataset")
+        table.add_column(label, justify="left" if left else "right", no_wrap=not wraps,
                          overflow="fold", min_width=None if wraps else max(len(label), 8))
     for row in rows:
-        table.add_row(*(_fmt(row.get(c, "")) for c in columns))
+        table.add_row(*(_fmt(row.get(c, ""), c) for c in columns))
     console.print(table)

@@ -16,7 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragbench import redact
 from ragbench.errors import RagbenchError
-from ragbench.tracking.report import comparison_table
+from ragbench.tracking.progress import job_started, write_sweep_size
+from ragbench.tracking.report import comparison_table, rank_within_dataset
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ def register_secrets(config: DictConfig) -> None:
     except RagbenchError:
         pass  # the job refuses it with the same error, recorded in its run
 KEY_METRICS = {  # metric -> short column label for the terminal
-    "retrieval/hit_at_5": "hit@5", "retrieval/recall_at_5": "recall@5", "retrieval/mrr": "mrr",
+    # the job's own top-k under one name: in a top-k sweep these columns differ, @5 would not
+    "retrieval/hit_at_topk": "hit@k", "retrieval/recall_at_topk": "recall@k", "retrieval/mrr": "mrr",
     "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
     "cases/failed": "failed",
 }
@@ -130,8 +132,10 @@ class MlflowSweepCallback(Callback):
             _fail(str(exc))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Masks secrets in the files Hydra wrote before the job: ``.hydra/*.yaml`` and ``multirun.yaml``."""
+        """Masks secrets in the files Hydra wrote before the job (``.hydra/*.yaml``, ``multirun.yaml``) and
+        logs "job 2/6: ..." in a sweep."""
         register_secrets(config)
+        job_started(config)
         out = OmegaConf.select(config, "hydra.runtime.output_dir")
         sub = OmegaConf.select(config, "hydra.output_subdir")
         paths = [Path(str(out)) / str(sub) / name for name in HYDRA_FILES] if out and sub else []
@@ -161,6 +165,7 @@ class MlflowSweepCallback(Callback):
         _OPEN[self._run_id] = self._tracker
         _PARENTS[str(sweep_dir.resolve())] = self._run_id
         (sweep_dir / PARENT_FILE).write_text(self._run_id)
+        write_sweep_size(config, sweep_dir)
         log.info("sweep parent run %s", self._run_id)
 
     def _close_if_open(self, status: str) -> None:
@@ -183,13 +188,14 @@ class MlflowSweepCallback(Callback):
                 varying.setdefault(k, set()).add(v)
         differing = sorted(k for k, vals in varying.items() if len(vals) > 1)
         for run in children:
-            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id}
+            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id,
+                                   "dataset": run.data.params.get("dataset.name", "")}
             row["params"] = {k: run.data.params.get(k) for k in differing}
             for m in KEY_METRICS:
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
             rows.append(row)
-        rows.sort(key=lambda r: (r["status"] != "FINISHED", -float(r.get(self.sort_by, float("-inf")))))
+        rows = rank_within_dataset(rows, self.sort_by)
         labels = job_labels({r["run_id"]: r["run"] for r in rows})
         for r in rows:
             r["job"] = labels[r["run_id"]]
@@ -200,9 +206,9 @@ class MlflowSweepCallback(Callback):
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
-        shown = {"job": "job", "status": "status",
+        shown = {"rank": "rank", "dataset": "dataset", "job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
-        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first")
+        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first within each dataset")
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
             from ragbench.compare.analysis import log_sweep_report
 

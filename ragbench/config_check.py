@@ -1,0 +1,195 @@
+"""Config checks that run before any model or MLflow store is touched: known keys and numeric ranges.
+
+Two moments:
+- ``check_overrides(argv)``, before Hydra composes: a command-line key that no config file has
+  (``retrieval.topkk=3``) gets one line naming the closest valid keys, instead of Hydra's advice to
+  append it with ``+`` (where it would be silently ignored);
+- ``check_config(cfg)``, after composition: keys added with ``+`` to a group's own settings are
+  refused the same way, and every numeric value is checked against its rule in ``NUMBERS`` (finite,
+  in range: ``topk=nan``, ``llm.timeout=inf``, ``temperature=nan`` fail here, with the valid range).
+
+The schema of the keys is the packaged config files themselves (``ragbench/conf``): the keys a group
+accepts are the union of its options' keys. Inside a component (a node with ``_target_``) a typo
+already fails when the component is built, because components take explicit keyword parameters.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from ragbench.errors import ConfigError
+from ragbench.validate import number
+
+CONF = Path(__file__).resolve().parent / "conf"
+COMPONENT_GROUPS = ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge")
+
+
+class Rule(NamedTuple):
+    lo: float | None = None
+    hi: float | None = None
+    integer: bool = False
+    lo_open: bool = False
+    optional: bool = False
+
+
+_INT1 = Rule(lo=1, integer=True)
+_INT1_OR_NULL = Rule(lo=1, integer=True, optional=True)
+_POSITIVE = Rule(lo=0, lo_open=True)
+# leaf key (or full dotted key, which wins) -> rule; applied wherever the key sits in a component group
+NUMBERS: dict[str, Rule] = {
+    "topk": _INT1, "retrieval.retriever.candidates": _INT1, "candidates": Rule(lo=0, integer=True),
+    "k1": Rule(lo=0), "b": Rule(lo=0, hi=1), "k_rrf": _POSITIVE, "weights": Rule(lo=0),
+    "hnsw_m": Rule(lo=2, integer=True), "ef_construction": _INT1, "ef_search": _INT1,
+    "batch_size": _INT1, "dimensions": _INT1_OR_NULL, "max_seq_length": _INT1_OR_NULL, "max_length": _INT1,
+    "max_paragraph_chars": _INT1, "max_sentence_chars": _INT1, "min_sentence_chars": Rule(lo=0, integer=True),
+    "parent_depth": Rule(lo=0, hi=3, integer=True), "child_depth": Rule(lo=0, integer=True),
+    "max_context_tokens": _INT1_OR_NULL, "lambda_": Rule(lo=0, hi=1), "max_per_parent": _INT1,
+    "temperature": Rule(lo=0, hi=2), "max_tokens": _INT1, "timeout": _POSITIVE,
+    "num_retries": Rule(lo=0, hi=100, integer=True), "backoff_s": Rule(lo=0, hi=3600),
+    "max_concurrency": _INT1, "repeats": _INT1, "pass_threshold": Rule(lo=0, hi=4), "min_overlap": Rule(lo=0, hi=1),
+    "num_docs": _INT1_OR_NULL, "sample_size": _INT1_OR_NULL, "seed": Rule(lo=0, integer=True),
+}
+
+
+def _close(word: str, options: list[str], prefix: str = "") -> str:
+    """``did you mean retrieval.topk?``, or the valid keys when none is close."""
+    options = [o for o in options if o != "_target_"]
+    near = difflib.get_close_matches(word, options, n=3, cutoff=0.6) or difflib.get_close_matches(
+        word, options, n=1, cutoff=0.5)  # short keys: k2 -> k1
+    if near:
+        return f"did you mean {' or '.join(prefix + n for n in near)}?"
+    return f"valid keys here: {', '.join(sorted(options))}"
+
+
+@functools.lru_cache(maxsize=64)
+def _option(group: str, name: str) -> DictConfig | None:
+    path = CONF / group / f"{name}.yaml"
+    return OmegaConf.load(path) if path.is_file() else None  # type: ignore[return-value]
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def _group_keys(group: str, chosen: list[str] | None = None) -> set[str] | None:
+    """Top-level keys of a group's options (all of them, or the chosen ones); None if one is not ours."""
+    keys: set[str] = set()
+    for name in chosen or _options(group):
+        node = _option(group, name)
+        if node is None:
+            return None  # an option from the user's own search path: Hydra decides
+        keys.update(k for k in node if k != "defaults")
+    return keys
+
+
+def _root() -> DictConfig:
+    return OmegaConf.load(CONF / "config.yaml")  # type: ignore[return-value]
+
+
+def _groups() -> list[str]:
+    return sorted(p.name for p in CONF.iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+
+def _root_keys() -> list[str]:
+    return sorted({*(k for k in _root() if k != "defaults"), *_groups(), "hydra"})
+
+
+# ---- after composition ----------------------------------------------------------------------------
+
+def _numbers(prefix: str, node: Any) -> Iterator[tuple[str, str, Any]]:
+    """(dotted key, leaf, value) of every leaf below ``node``; list items get their index."""
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            yield from _numbers(f"{prefix}.{k}", v)
+    elif isinstance(node, list) and node and all(isinstance(v, Mapping) for v in node):
+        for i, v in enumerate(node):
+            yield from _numbers(f"{prefix}.{i}", v)
+    else:
+        yield prefix, prefix.rsplit(".", 1)[-1], node
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Unknown group keys and out-of-range numbers as one-line ConfigErrors (nothing heavy imported)."""
+    for group in COMPONENT_GROUPS:
+        node = cfg.get(group)
+        if not isinstance(node, DictConfig) or "_target_" in node:
+            continue
+        known = _group_keys(group)
+        unknown = sorted(set(node.keys()) - known) if known is not None else []
+        if unknown:
+            key = unknown[0]
+            raise ConfigError(f"{group}.{key} is not a setting of the {group} group; "
+                              f"{_close(key, sorted(known), f'{group}.')}")
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    for group in COMPONENT_GROUPS:
+        for key, leaf, value in _numbers(group, resolved.get(group) or {}):
+            rule = NUMBERS.get(key) or NUMBERS.get(leaf)
+            if rule is None:
+                continue
+            for i, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+                number(key if i is None else f"{key}[{i}]", item, **rule._asdict())
+
+
+# ---- before composition ---------------------------------------------------------------------------
+
+def _walk(path: list[str], node: Any, done: list[str], chosen: str = "") -> None:
+    """Follows ``path`` into ``node``; a ConfigError at the first step that does not exist."""
+    for i, part in enumerate(path):
+        here = ".".join([*done, *path[:i]])
+        if isinstance(node, DictConfig):
+            if part not in node:
+                keys = [str(k) for k in node if k != "defaults"]
+                raise ConfigError(f"{here}.{part} is not a config key{chosen}; {_close(part, keys, here + '.')} "
+                                  f"(all keys: python -m ragbench --cfg job)")
+            node = node[part]
+        elif isinstance(node, ListConfig):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"{here}.{part}: {here} is a list of {len(node)}; use an index 0..{len(node) - 1}")
+            node = node[int(part)]
+        else:
+            raise ConfigError(f"{here} is a single value, it has no key '{part}'; override it as {here}=...")
+
+
+def check_overrides(args: list[str]) -> None:
+    """Plain ``key=value`` overrides whose key exists in no config file, before Hydra composes."""
+    try:
+        from hydra._internal.utils import get_args_parser  # Hydra's own command line, as @hydra.main reads it
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parsed = OverridesParser.create().parse_overrides(get_args_parser().parse_known_args(args)[0].overrides)
+    except Exception:  # noqa: BLE001 - malformed overrides get Hydra's own message
+        return
+    chosen: dict[str, list[str]] = {}
+    for o in parsed:
+        if o.is_add() or o.is_force_add() or o.is_delete():
+            continue
+        if "." not in o.key_or_group and o.key_or_group in _groups():
+            value = o.value()
+            chosen[o.key_or_group] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    root = _root()
+    defaults = {str(k): str(v) for d in root.get("defaults", []) if isinstance(d, DictConfig) for k, v in d.items()}
+    for o in parsed:
+        key = o.key_or_group
+        if o.is_add() or o.is_force_add() or o.is_delete() or key.startswith("hydra") or o.package:
+            continue
+        first, *rest = key.split(".")
+        if first not in _root_keys():
+            raise ConfigError(f"{key} is not a config key or group; {_close(first, _root_keys())}")
+        if not rest or first == "experiment":
+            continue
+        if first in _groups():
+            names = chosen.get(first) or ([defaults[first]] if defaults.get(first) not in (None, "null") else [])
+            nodes = [_option(first, n) for n in names]
+            if not nodes or any(n is None for n in nodes) or "experiment" in chosen:
+                continue  # an option of the user's, or an experiment that may add keys: Hydra decides
+            merged = OmegaConf.merge(*nodes) if len(nodes) > 1 else nodes[0]
+            _walk(rest, merged, [first], f" of {first}={','.join(names)}")
+        else:
+            _walk(rest, root[first], [first])

@@ -1,0 +1,56 @@
+"""Terminal tables: counts as integers, text never read as rich markup, ranks within a dataset."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from omegaconf import OmegaConf
+from rich.console import Console
+
+from ragbench.tracking import report
+from ragbench.tracking.progress import sweep_size
+from ragbench.tracking.report import _fmt, comparison_table, is_count, rank_within_dataset
+
+
+@pytest.mark.parametrize(("key", "value", "shown"), [
+    ("cases/failed", 0.0, "0"), ("cases/total", 84.0, "84"), ("by_type/temporal/cases/failed", 0.0, "0"),
+    ("counts/chunks", 3469.0, "3,469"), ("sweep/failed_jobs", 0.0, "0"), ("cases/failure_rate", 0.0, "0.0000"),
+    ("retrieval/mrr", 0.0, "0.0000"), ("retrieval/hit_at_topk", 1.0, "1.0000"), ("answer/f1", 0.25, "0.2500"),
+    ("time/embed_s", 0.0, "0.0000"), ("job", "reranker=[cross_encoder,mmr]", "reranker=\\[cross_encoder,mmr]"),
+])
+def test_cells(key, value, shown):
+    assert _fmt(value, key) == shown
+
+
+def test_counts_are_told_from_rates():
+    assert is_count("cases/failed") and is_count("dataset/queries_by_type/x") and not is_count("cases/failure_rate")
+    assert not is_count("retrieval/hit_at_5") and not is_count("answer/f1")
+
+
+def test_brackets_in_titles_and_labels_are_printed(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(report, "console", Console(file=out, width=200, highlight=False))
+    rows = [{"job": "#0 reranker=[cross_encoder,mmr]", "status": "FINISHED", "answer/f1": 0.5}]
+    comparison_table(rows, {"job": "job", "status": "status", "answer/f1": "f1"}, title="sweep [reranker=[a,b]]")
+    text = out.getvalue()
+    assert "reranker=[cross_encoder,mmr]" in text and "sweep [reranker=[a,b]]" in text
+
+
+def test_rank_is_within_each_dataset_and_failed_jobs_come_last():
+    rows = [{"job": "a", "dataset": "locomo", "status": "FINISHED", "answer/f1": 0.2},
+            {"job": "b", "dataset": "qasper", "status": "FINISHED", "answer/f1": 0.9},
+            {"job": "c", "dataset": "locomo", "status": "FAILED"},
+            {"job": "d", "dataset": "locomo", "status": "FINISHED", "answer/f1": 0.4}]
+    ranked = rank_within_dataset(rows, "answer/f1")
+    assert [(r["job"], r["rank"]) for r in ranked] == [("d", 1), ("a", 2), ("c", 3), ("b", 1)]
+
+
+@pytest.mark.parametrize(("task", "extra", "size"), [
+    (["retrieval.topk=3,5,10", "dataset=locomo,qasper"], {}, 6), (["retrieval.topk=3"], {}, 1),
+    (["reranker=[cross_encoder,mmr]", "retrieval.topk=1,2"], {}, 2),
+    ([], {"params": {"retrieval.topk": "1,2,3"}}, 3), (["dataset=qasper"], {"n_trials": 20}, 20),
+])
+def test_sweep_size_counts_the_grid(task, extra, size):
+    cfg = OmegaConf.create({"hydra": {"overrides": {"task": task}, "sweeper": {"max_batch_size": None, **extra}}})
+    assert sweep_size(cfg) == size
