@@ -25,11 +25,12 @@ def tracking_defaults() -> tuple[str, str]:
 
 def open_store(uri: str) -> Any:
     """An MlflowClient on ``uri``; a sqlite store that does not exist yet is a usage error, not a new store."""
-    from ragbench.tracking.mlflow_tracker import _client_for, _sqlite_dir
+    from ragbench.tracking.mlflow_tracker import _client_for
+    from ragbench.tracking.store import sqlite_path
 
-    folder = _sqlite_dir(uri)
-    if folder is not None and not Path(uri[len("sqlite:///"):]).exists():
-        raise ConfigError(f"no MLflow store at {uri[len('sqlite:///'):]} (tracking uri {uri}); run from the folder "
+    path = sqlite_path(uri)
+    if path is not None and not path.exists():
+        raise ConfigError(f"no MLflow store at {path} (tracking uri {uri}); run from the folder "
                           "the jobs ran in, or pass --tracking-uri")
     return _client_for(uri)
 
