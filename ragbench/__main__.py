@@ -89,6 +89,9 @@ def main() -> None:
         leave(128 + getattr(exc, "signum", signal.SIGINT))
     except SystemExit as exc:
         leave(exc.code)
+    except BrokenPipeError:  # `python -m ragbench --help | head`: the reader left, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        leave(1)
     leave(0)
 
 
