@@ -29,7 +29,7 @@ from ragbench.judge.retrieval import metric_ks, scores_from_record
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
-FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/")
+FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "headline/")
 RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/refused", "answer/locomo_f1",
               "answer/citation_hit_rate")
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
@@ -105,8 +105,11 @@ def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResu
                       error_type=row.get("error_type"), error=row.get("error"), latency=latency)
 
 
-def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) -> Report:
-    """Compares every recomputable per-case score and every aggregated metric with ``logged``."""
+def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], topk: int | None = None) -> Report:
+    """Compares every recomputable per-case score and every aggregated metric with ``logged``; with the
+    job's ``topk``, also the fixed-name views the job derives from them (``*_at_topk``, ``headline/*``,
+    the last point of each ``*_at_k_curve``)."""
+    from ragbench.tracking.job_log import at_k_views
     from ragbench.tracking.mlflow_tracker import mlflow_name
 
     report = Report()
@@ -129,6 +132,11 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) 
     expected = aggregate(cases)
     if "retrieval/scope_corpus_fallbacks" in logged:
         expected["retrieval/scope_corpus_fallbacks"] = float(sum(not r["doc_ids"] for r in rows))
+    if topk is not None:
+        fixed, curves = at_k_views(expected, topk)
+        expected.update(fixed)
+        # a curve is logged with k as the step; the run's metric value is its last point
+        expected.update({name: series[max(series)] for name, series in curves.items()})
     names = {mlflow_name(k): k for k in expected}
     for key, value in sorted(expected.items()):
         inner = key.split("/", 2)[-1] if key.startswith("by_type/") else key
@@ -154,8 +162,8 @@ def default_tracking_uri() -> str:
     return str(OmegaConf.load(conf).uri)
 
 
-def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """The run's case rows and logged metrics."""
+def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None]:
+    """The run's case rows, logged metrics and top-k (its ``retrieval.topk`` param)."""
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise UsageError(f"no MLflow store at {uri}; fix: run from the folder the jobs ran in, or pass --tracking-uri")
     from mlflow import MlflowClient
@@ -173,7 +181,8 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
     rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     if not rows:
         raise UsageError(f"run {run_id}: cases.jsonl holds no case")
-    return rows, dict(run.data.metrics)
+    topk = run.data.params.get("retrieval.topk")
+    return rows, dict(run.data.metrics), int(topk) if topk and str(topk).isdigit() else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,8 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     try:
-        rows, logged = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
-        report = verify_rows(rows, logged)
+        rows, logged, topk = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        report = verify_rows(rows, logged, topk)
     except UsageError as exc:
         print(f"ragbench.verify: {exc}", file=sys.stderr)
         return 2

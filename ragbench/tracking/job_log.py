@@ -68,7 +68,7 @@ _AT_K = re.compile(r"^retrieval/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
 HEADLINE = {
     "headline/hit_at_topk": "retrieval/hit_at_topk", "headline/recall_at_topk": "retrieval/recall_at_topk",
     "headline/mrr": "retrieval/mrr", "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
-    "headline/context_evidence_recall": "context/evidence_recall", "headline/answer_f1": "answer/f1",
+    "headline/context_evidence_recall": "context/evidence_text_recall", "headline/answer_f1": "answer/f1",
     "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
     "headline/failure_rate": "cases/failure_rate",
 }
