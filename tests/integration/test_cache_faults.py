@@ -123,7 +123,7 @@ def test_read_only_writes_nothing_and_a_paid_call_never_fails_its_case(tmp_path,
     cache_dir = tmp_path / "cache"
     server.reset()
     first, _ = run_job(_llm_job(server, cache_dir), tmp_path)
-    assert first.info.status == "FINISHED" and server.count == 3
+    assert first.info.status == "FINISHED" and server.count == 1 + 3  # the preflight, then one call per case
     assert list((cache_dir / "llm").rglob("*.json"))  # read_write filled the LLM response cache
     before = _snapshot(cache_dir)
     _chmod(cache_dir, writable=False)  # as root this stops nothing: the snapshot is the real check
@@ -131,7 +131,7 @@ def test_read_only_writes_nothing_and_a_paid_call_never_fails_its_case(tmp_path,
         server.reset()
         other, _ = run_job(_llm_job(server, cache_dir, "cache.mode=read_only", "llm.model=openai/other-model"),
                            tmp_path)
-        assert other.info.status == "FINISHED" and server.count == 3  # calls made: nothing cached for it
+        assert other.info.status == "FINISHED" and server.count == 1 + 3  # preflight and calls made: nothing cached for this model
         assert other.data.metrics["cases/failed"] == 0  # ... and no case failed after its paid call
         server.reset()
         again, _ = run_job(_llm_job(server, cache_dir, "cache.mode=read_only"), tmp_path)
@@ -150,7 +150,7 @@ def test_a_library_upgrade_rebuilds_vectors_and_pays_no_llm_call(tmp_path, serve
     dense = ["retrieval=dense"]
     server.reset()
     first, _ = run_job([*_llm_job(server, cache_dir), *dense], tmp_path)
-    assert first.info.status == "FINISHED" and server.count == 3
+    assert first.info.status == "FINISHED" and server.count == 1 + 3  # the preflight, then one call per case
     import ragbench.pipeline as pipeline
 
     real = pipeline.library_versions
