@@ -18,8 +18,13 @@ def normalize(text: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Normalised tokens; CJK characters count one token each."""
+    return split_tokens(normalize(text))
+
+
+def split_tokens(normed: str) -> list[str]:
+    """The tokens of already ``normalize``-d text (``tokens`` without normalising twice)."""
     out: list[str] = []
-    for tok in normalize(text).split():
+    for tok in normed.split():
         if any("\u4e00" <= ch <= "\u9fff" for ch in tok):
             out.extend(tok)
         else:

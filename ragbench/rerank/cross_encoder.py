@@ -70,10 +70,6 @@ class CrossEncoderReranker:
         self._encoder: Any = None
         self._lock = threading.Lock()
 
-    def params(self) -> Mapping[str, Any]:
-        """Settings for logging."""
-        return {"model": self.model, "package": self.package, "max_length": self.max_length}
-
     def _load(self) -> Any:
         with self._lock:
             if self._encoder is None:

@@ -59,7 +59,6 @@ def test_second_identical_call_is_served_from_cache(llm_server, cache_dir, caplo
     # a new client on the same directory (a rerun) also makes no request
     _client(llm_server, cache_dir).complete(MSGS)
     assert llm_server.count == 1
-    assert client.stats() == {"calls": 2, "cache_hits": 1, "attempts": 1, "failures": 0}
 
 
 def test_key_extra_and_params_are_part_of_the_key(llm_server, cache_dir):
