@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ragbench.errors import ConfigError
 from ragbench.evidence import (
     EvidenceMatcher,
     evidence_text_recall,
@@ -99,7 +100,7 @@ def test_context_budget_cuts_at_sentence_boundaries():
     ctx = ParentExpander(parent_depth=2, max_context_tokens=6).expand(hits, TREE)
     assert len(ctx) == 1 and ctx[0].truncated
     assert ctx[0].text == "Alice adopted a cat."  # the next sentence would exceed 6 tokens
-    with pytest.raises(Exception, match="parent_depth"):
+    with pytest.raises(ConfigError, match="parent_depth"):
         ParentExpander(parent_depth=5)
 
 
@@ -155,7 +156,7 @@ def test_child_depth_budget_cuts_within_the_kept_parts():
     ctx = ParentExpander(parent_depth=2, child_depth=1, max_context_tokens=4).expand(
         [Hit("d#s0.p0.t1", 1.0, 1)], TREE)
     assert ctx[0].truncated and ctx[0].text == "Alice adopted a cat."
-    with pytest.raises(Exception, match="child_depth"):
+    with pytest.raises(ConfigError, match="child_depth"):
         ParentExpander(child_depth=-1)
 
 
