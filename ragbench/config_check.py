@@ -69,8 +69,21 @@ def _close(word: str, options: list[str], prefix: str = "") -> str:
 
 @functools.lru_cache(maxsize=64)
 def _option(group: str, name: str) -> DictConfig | None:
+    """A group option's keys, with those of the options of the same group it extends (its ``defaults``,
+    e.g. ``llm/anthropic`` extends ``llm/openai``)."""
     path = CONF / group / f"{name}.yaml"
-    return OmegaConf.load(path) if path.is_file() else None  # type: ignore[return-value]
+    if not path.is_file():
+        return None
+    node = OmegaConf.load(path)
+    assert isinstance(node, DictConfig)
+    bases = [b for b in node.get("defaults") or [] if isinstance(b, str) and b != "_self_"]
+    if not bases:
+        return node
+    own = OmegaConf.masked_copy(node, [k for k in node if k != "defaults"])
+    parents = [_option(group, b) for b in bases]
+    merged = OmegaConf.merge(*(p for p in parents if p is not None), own)
+    assert isinstance(merged, DictConfig)
+    return merged
 
 
 def _options(group: str) -> list[str]:
