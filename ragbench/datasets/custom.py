@@ -188,9 +188,9 @@ class CustomAdapter(BaseAdapter):
             try:
                 doc_ids = [d for d in (resolve(x, qa, "doc_ids") for x in qa.docs) if d]
                 evidence = []
-                for ev in qa.evidence:
-                    doc = resolve(ev.doc, qa, ev.doc_field) if ev.doc else None
-                    evidence.append(Evidence(ref=ev.ref, text=ev.text, doc_id=doc, relevance=ev.relevance))
+                for raw_ev in qa.evidence:
+                    doc = resolve(raw_ev.doc, qa, raw_ev.doc_field) if raw_ev.doc else None
+                    evidence.append(Evidence(ref=raw_ev.ref, text=raw_ev.text, doc_id=doc, relevance=raw_ev.relevance))
             except _Unreadable:
                 stats["qa_skipped_unreadable_document"] += 1
                 continue

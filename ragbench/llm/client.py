@@ -318,7 +318,8 @@ def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[
             raise LLMResponseError(
                 f"{where}: embedding {i} is not a list of floats\n  fix: {fix_for(LLMResponseError)}"
             )
-        rows.append((int(get("index") if get("index") is not None else i), tuple(float(x) for x in vec)))
+        index = get("index")
+        rows.append((int(index) if index is not None else i, tuple(float(x) for x in vec)))
     if len(rows) != expected:
         raise LLMResponseError(
             f"{where}: asked for {expected} embeddings, got {len(rows)}\n  fix: {fix_for(LLMResponseError)}"
