@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import re
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
@@ -16,6 +15,7 @@ from ragbench.datasets.filetext import (
     paragraphs_of_text,
 )
 from ragbench.errors import ConfigError, DatasetError
+from ragbench.text import norm_key
 from ragbench.types import Document, Evidence, Query
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ QUESTION_TYPES = {
 def type_name(raw: str) -> str:
     """Metric-safe name of a published question type (unknown types are slugified, not dropped)."""
     key = raw.strip().lower()
-    return QUESTION_TYPES.get(key) or re.sub(r"[^a-z0-9]+", "_", key).strip("_") or "unknown"
+    return QUESTION_TYPES.get(key) or norm_key(key) or "unknown"
 
 
 class SyllabusQAAdapter(BaseAdapter):
