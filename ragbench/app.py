@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -111,7 +111,7 @@ def _job_name() -> tuple[str, str | None, bool]:
     """(run name, parent run id, multirun?) from Hydra's runtime config (also under ``compose``)."""
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
-    name = OmegaConf.select(hc, "job.override_dirname", default=None, throw_on_missing=False) or "ragbench"
+    name = OmegaConf.select(cast(DictConfig, hc), "job.override_dirname", default=None, throw_on_missing=False) or "ragbench"
     name = redact.redact(name)
     if not multirun:
         return name, None, False
@@ -180,7 +180,7 @@ def run(cfg: DictConfig) -> float | None:
             sys.exit(1)
         built = exc  # in a sweep the failed job is still recorded as a FAILED run below
     tracker: MlflowTracker = _instantiate(cfg.tracking)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
     assert isinstance(resolved, dict)
     jhash = job_hash(resolved)
     try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep

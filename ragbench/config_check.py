@@ -69,8 +69,21 @@ def _close(word: str, options: list[str], prefix: str = "") -> str:
 
 @functools.lru_cache(maxsize=64)
 def _option(group: str, name: str) -> DictConfig | None:
+    """A group option's keys, with those of the options of the same group it extends (its ``defaults``,
+    e.g. ``llm/anthropic`` extends ``llm/openai``)."""
     path = CONF / group / f"{name}.yaml"
-    return OmegaConf.load(path) if path.is_file() else None  # type: ignore[return-value]
+    if not path.is_file():
+        return None
+    node = OmegaConf.load(path)
+    assert isinstance(node, DictConfig)
+    bases = [b for b in node.get("defaults") or [] if isinstance(b, str) and b != "_self_"]
+    if not bases:
+        return node
+    own = OmegaConf.masked_copy(node, [str(k) for k in node if k != "defaults"])
+    parents = [_option(group, b) for b in bases]
+    merged = OmegaConf.merge(*(p for p in parents if p is not None), own)
+    assert isinstance(merged, DictConfig)
+    return merged
 
 
 def _options(group: str) -> list[str]:
@@ -84,7 +97,7 @@ def _group_keys(group: str, chosen: list[str] | None = None) -> set[str] | None:
         node = _option(group, name)
         if node is None:
             return None  # an option from the user's own search path: Hydra decides
-        keys.update(k for k in node if k != "defaults")
+        keys.update(str(k) for k in node if k != "defaults")
     return keys
 
 
@@ -97,7 +110,7 @@ def _groups() -> list[str]:
 
 
 def _root_keys() -> list[str]:
-    return sorted({*(k for k in _root() if k != "defaults"), *_groups(), "hydra"})
+    return sorted({*(str(k) for k in _root() if k != "defaults"), *_groups(), "hydra"})
 
 
 # ---- after composition ----------------------------------------------------------------------------
@@ -121,8 +134,8 @@ def check_config(cfg: DictConfig) -> None:
         if not isinstance(node, DictConfig) or "_target_" in node:
             continue
         known = _group_keys(group)
-        unknown = sorted(set(node.keys()) - known) if known is not None else []
-        if unknown:
+        unknown = sorted({str(k) for k in node.keys()} - known) if known is not None else []
+        if unknown and known is not None:
             key = unknown[0]
             raise ConfigError(f"{group}.{key} is not a setting of the {group} group; "
                               f"{_close(key, sorted(known), f'{group}.')}")

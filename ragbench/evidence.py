@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragbench.text import normalize, tokens
+from ragbench.text import normalize, split_tokens, tokens
 from ragbench.types import ChunkTree, Context, Evidence, Hit, Level, Query
 
 MIN_SOFT_TOKENS = 4
@@ -42,10 +42,13 @@ def soft_match(evidence: str, text: str, *, threshold: float = SOFT_THRESHOLD) -
         return False
     if ev in tx:
         return True
-    ev_toks = tokens(evidence)
+    return soft_covered(tokens(evidence), set(split_tokens(tx)), threshold=threshold)
+
+
+def soft_covered(ev_toks: Sequence[str], present: set[str], *, threshold: float = SOFT_THRESHOLD) -> bool:
+    """The soft rule: evidence of >= 4 tokens whose tokens (with repeats) are ``present`` at >= threshold."""
     if len(ev_toks) < MIN_SOFT_TOKENS:
         return False
-    present = set(tokens(text))
     return sum(t in present for t in ev_toks) / len(ev_toks) >= threshold
 
 
@@ -68,6 +71,7 @@ class EvidenceMatcher:
         self._by_doc_level: dict[tuple[str, Level], list[str]] = defaultdict(list)
         self._by_ref: dict[str, list[str]] = defaultdict(list)
         self._norm: dict[str, str] = {}
+        self._toks: dict[str, set[str]] = {}
         self._all_docs = sorted({c.doc_id for c in tree.chunks.values()})
         for c in tree.chunks.values():
             self._by_doc_level[(c.doc_id, c.level)].append(c.chunk_id)
@@ -78,6 +82,11 @@ class EvidenceMatcher:
         if chunk_id not in self._norm:
             self._norm[chunk_id] = normalize(self.tree[chunk_id].text)
         return self._norm[chunk_id]
+
+    def _tokens(self, chunk_id: str) -> set[str]:
+        if chunk_id not in self._toks:
+            self._toks[chunk_id] = set(split_tokens(self._normed(chunk_id)))
+        return self._toks[chunk_id]
 
     def _candidates(self, ev: Evidence, query: Query, level: Level) -> list[str]:
         docs = [ev.doc_id] if ev.doc_id else list(query.doc_ids) or self._all_docs
@@ -108,15 +117,10 @@ class EvidenceMatcher:
             hits = tuple(c for c in self._candidates(ev, query, level) if needle in self._normed(c))
             if hits:
                 return hits, "exact", text
-        if len(tokens(text)) >= MIN_SOFT_TOKENS:
-            ev_toks = tokens(text)
+        ev_toks = tokens(text)
+        if len(ev_toks) >= MIN_SOFT_TOKENS:
             for level in (Level.SENTENCE, Level.PARAGRAPH):
-                scored = []
-                for c in self._candidates(ev, query, level):
-                    present = set(self._normed(c).split())
-                    cov = sum(t in present for t in ev_toks) / len(ev_toks)
-                    if cov >= SOFT_THRESHOLD:
-                        scored.append(c)
+                scored = [c for c in self._candidates(ev, query, level) if soft_covered(ev_toks, self._tokens(c))]
                 if scored:
                     return tuple(scored), "soft", text
         return (), "unmatched", text

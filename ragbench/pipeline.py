@@ -241,8 +241,8 @@ class Pipeline:
                 self.progress("cases", n, len(queries))
         self.timings["cases"] = time.perf_counter() - start
         metrics = aggregate(cases, score_keys(c.judges.values()))
-        search_s = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
-        metrics["latency/search_mean_ms"] = 1000.0 * search_s / max(len(queries), 1)
+        search_total = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
+        metrics["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
         for key, value in match_stats(emaps).items():
             metrics[key] = float(value)
         metrics.update(self.cache.counters())

@@ -67,13 +67,17 @@ def register(value: Any, *, min_len: int = MIN_SECRET) -> None:
             _pattern = re.compile("|".join(map(re.escape, ordered)))
 
 
+def mask_secrets(text: str) -> str:
+    """``text`` with every registered secret masked (a model's reply: its wording is kept otherwise)."""
+    pattern = _pattern
+    return pattern.sub(MASK, text) if text and pattern is not None else text
+
+
 def redact(text: str) -> str:
     """``text`` with every registered secret and every secret-named assignment's value masked."""
     if not text:
         return text
-    pattern = _pattern
-    if pattern is not None:
-        text = pattern.sub(MASK, text)
+    text = mask_secrets(text)
     if not _has_keyword(text):
         return text
     return "".join(_ASSIGNMENT.sub(_mask_assignment, line) if _has_keyword(line) else line

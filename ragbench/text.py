@@ -6,6 +6,11 @@ import re
 import string
 import unicodedata
 
+# The refusal phrase: the gold answer of an unanswerable question (LoCoMo's, and custom sets' without one),
+# the extractive baseline's answer when nothing supports one, and what the answer prompts ask a model to say.
+NOT_MENTIONED = "Not mentioned"
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NON_WORD = re.compile(r"[^\w\s]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’–—…、，。！？；：（）《》「」"})
 
@@ -16,10 +21,26 @@ def normalize(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+def norm_key(name: str | None) -> str:
+    """Lookup form of a dataset or question-type name: ``"Single factual"`` -> ``single_factual``."""
+    return _NON_ALNUM.sub("_", str(name or "").lower()).strip("_")
+
+
+def loose_normalize(text: str) -> str:
+    """Lower case, every non-word character as a space, whitespace collapsed: the verbatim-quote check of
+    dataset statistics and custom evidence (keeps articles, unlike ``normalize``)."""
+    return " ".join(_NON_WORD.sub(" ", text.lower()).split())
+
+
 def tokens(text: str) -> list[str]:
     """Normalised tokens; CJK characters count one token each."""
+    return split_tokens(normalize(text))
+
+
+def split_tokens(normed: str) -> list[str]:
+    """The tokens of already ``normalize``-d text (``tokens`` without normalising twice)."""
     out: list[str] = []
-    for tok in normalize(text).split():
+    for tok in normed.split():
         if any("\u4e00" <= ch <= "\u9fff" for ch in tok):
             out.extend(tok)
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from types import MappingProxyType
@@ -240,8 +240,3 @@ class CaseResult:
     @property
     def failed(self) -> bool:
         return self.status != "ok"
-
-
-def as_tuple(items: Sequence[Any] | None) -> tuple[Any, ...]:
-    """A tuple of ``items`` (empty for None): helper for building frozen records."""
-    return tuple(items) if items else ()

@@ -168,7 +168,9 @@ def test_a_store_half_made_by_an_interrupt_is_rebuilt(tmp_path):
     from mlflow import MlflowClient
 
     shutil.copy(db, tmp_path / "copy.db")
-    with pytest.raises(Exception, match="already exists"):  # what MLflow alone does on every later run
+    from sqlalchemy.exc import OperationalError
+
+    with pytest.raises(OperationalError, match="already exists"):  # what MLflow alone does on every later run
         MlflowClient(f"sqlite:///{tmp_path}/copy.db").search_experiments()
     proc = ragbench([*FAST, "dataset.sample_size=2", f"cache.dir={tmp_path}/cache"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -14,13 +14,17 @@ MANIFEST = "manifest.json"
 CHUNK = 1 << 20
 
 
-def write_json_atomic(path: Path, value: Any, *, indent: int | None = None) -> None:
+def write_json_atomic(path: Path, value: Any, *, indent: int | None = None, sort_keys: bool = True,
+                      newline: bool = False) -> None:
     """Writes ``value`` as JSON to a temp file beside ``path``, then renames it into place: a reader
-    sees the old file or the new one, never half of one. Raises OSError (the caller names the fix)."""
+    sees the old file or the new one, never half of one. ``sort_keys=False`` keeps the mapping's order
+    (a file people read); ``newline`` ends it with one. Raises OSError (the caller names the fix)."""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh, ensure_ascii=False, sort_keys=True, default=str, indent=indent)
+            json.dump(value, fh, ensure_ascii=False, sort_keys=sort_keys, default=str, indent=indent)
+            if newline:
+                fh.write("\n")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

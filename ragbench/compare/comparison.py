@@ -159,9 +159,9 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                     raw.append({**common, "n": int(m.sum()), "value": v, "baseline_value": v, "delta": 0.0,
                                 "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE})
                     continue
-                r = stats.paired(a[m], b[m], statistic=spec.statistic, resamples=resamples, seed=seed, level=level)
-                raw.append({**common, "n": r.n, "value": r.value, "baseline_value": r.baseline_value,
-                            "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+                pr = stats.paired(a[m], b[m], statistic=spec.statistic, resamples=resamples, seed=seed, level=level)
+                raw.append({**common, "n": pr.n, "value": pr.value, "baseline_value": pr.baseline_value,
+                            "delta": pr.delta, "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value,
                             "_pair": (a[m], b[m], spec.statistic)})
     missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
     if missing:

@@ -87,8 +87,8 @@ def print_table(comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
         console.print(f"[dim]•[/dim] {note}")
     console.print(f"[dim]•[/dim] {comp.correction}")
     table = Table(title="runs against their baseline (all question types)", title_justify="left")
-    for i, head in enumerate(OVERALL_HEAD):
-        table.add_column(head, justify="right" if 2 <= i <= 8 else "left", overflow="fold")
+    for i, title in enumerate(OVERALL_HEAD):
+        table.add_column(title, justify="right" if 2 <= i <= 8 else "left", overflow="fold")
     for row in overall_rows(comp):
         table.add_row(*row[:-1], f"[{_STYLE[row[-1]]}]{row[-1]}[/]")
     console.print(table)

@@ -73,6 +73,7 @@ def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, 
     ranked = _first(row, RANKED_FIELDS) or row.get("retrieved_ids")
     by_ids = gold is not None and isinstance(ranked, list)
     if by_ids:
+        assert gold is not None and isinstance(ranked, list)
         if not gold:
             return NO_GOLD, True
         in_topk = any(str(x) in gold for x in ranked[:topk])

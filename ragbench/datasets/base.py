@@ -181,13 +181,15 @@ class FileReader:
         return rows
 
     def read_csv(self, rel: str) -> list[dict[str, str]]:
+        """The rows of a CSV file with a header; strict: a truncated file (open quote at the end) or stray
+        quotes are errors, not data."""
         text = self.read_text(rel)
         try:
             return list(csv.DictReader(io.StringIO(text, newline=""), strict=True))
         except csv.Error as exc:
             raise DatasetError(
                 f"invalid CSV: {exc}", dataset=self.dataset, file=str(self.root / rel),
-                fix="re-download the file",
+                fix="re-download the file; it may be truncated or edited",
             ) from exc
 
     def digests(self) -> list[tuple[str, str]]:

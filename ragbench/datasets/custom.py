@@ -11,6 +11,7 @@ from ragbench.datasets.base import BaseAdapter, FileReader
 from ragbench.datasets.customqa import RawQA, parse_easyrag, parse_jsonl
 from ragbench.datasets.filetext import TEXT_ENCODINGS, UnreadableDocument, decode_text
 from ragbench.errors import ConfigError, DatasetError
+from ragbench.text import loose_normalize
 from ragbench.types import Document, Evidence, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
@@ -18,10 +19,6 @@ log = logging.getLogger(__name__)
 DOC_SUFFIXES = (".txt", ".md", ".pdf")
 QA_FORMATS = ("auto", "jsonl", "easyrag")
 MISSING_DOCUMENTS = ("error", "ignore")
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 _MD_HEAD = re.compile(r"^#\s+", flags=re.MULTILINE)
@@ -164,7 +161,7 @@ class CustomAdapter(BaseAdapter):
         for d in docs:
             for key in {d.doc_id, d.doc_id.rsplit("/", 1)[-1], Path(d.doc_id).stem}:
                 names.setdefault(key, set()).add(d.doc_id)
-        bodies = {d.doc_id: _norm(d.text or " ".join(p.text for s in d.sections for p in s.paragraphs)) for d in docs}
+        bodies = {d.doc_id: loose_normalize(d.text or " ".join(p.text for s in d.sections for p in s.paragraphs)) for d in docs}
 
         def resolve(name: str, qa: RawQA, field: str) -> str | None:
             found = names.get(name) or names.get(name.rsplit("/", 1)[-1] if "/" in name else name)
@@ -188,16 +185,16 @@ class CustomAdapter(BaseAdapter):
             try:
                 doc_ids = [d for d in (resolve(x, qa, "doc_ids") for x in qa.docs) if d]
                 evidence = []
-                for ev in qa.evidence:
-                    doc = resolve(ev.doc, qa, ev.doc_field) if ev.doc else None
-                    evidence.append(Evidence(ref=ev.ref, text=ev.text, doc_id=doc, relevance=ev.relevance))
+                for raw_ev in qa.evidence:
+                    doc = resolve(raw_ev.doc, qa, raw_ev.doc_field) if raw_ev.doc else None
+                    evidence.append(Evidence(ref=raw_ev.ref, text=raw_ev.text, doc_id=doc, relevance=raw_ev.relevance))
             except _Unreadable:
                 stats["qa_skipped_unreadable_document"] += 1
                 continue
             located = []
             for ev in evidence:
                 if ev.doc_id is None and ev.text:
-                    hits = [d for d, body in bodies.items() if _norm(ev.text) and _norm(ev.text) in body]
+                    hits = [d for d, body in bodies.items() if loose_normalize(ev.text) and loose_normalize(ev.text) in body]
                     if len(hits) == 1:
                         stats["evidence_doc_inferred"] += 1
                         ev = Evidence(ref=ev.ref, text=ev.text, doc_id=hits[0], relevance=ev.relevance)

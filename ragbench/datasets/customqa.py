@@ -8,9 +8,9 @@ from typing import Any
 
 from ragbench.datasets.base import require
 from ragbench.errors import DatasetError
+from ragbench.text import NOT_MENTIONED
 
 DEFAULT_TYPE = "general"
-REFUSAL_GOLD = "Not mentioned"  # gold of unanswerable questions that give no answer (as locomo)
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[
         qtype = row.get("question_type") or DEFAULT_TYPE
         out.append(RawQA(
             qid=str(row.get("id") or f"q{n}"), question=question,
-            answers=tuple(str(a) for a in answers) or ((REFUSAL_GOLD,) if not answerable else ()),
+            answers=tuple(str(a) for a in answers) or ((NOT_MENTIONED,) if not answerable else ()),
             question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
             docs=tuple(str(d) for d in docs), where=where, meta={},
         ))
@@ -153,7 +153,7 @@ def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:
             ))
         out.append(RawQA(
             qid=qid, question=question,
-            answers=(str(answer),) if answer is not None else (REFUSAL_GOLD,),
+            answers=(str(answer),) if answer is not None else (NOT_MENTIONED,),
             question_type=str(row.get("question_type") or DEFAULT_TYPE), answerable=answerable,
             evidence=tuple(evidence), docs=(), where=where,
             meta={"difficulty": row.get("difficulty"), "evidence_node_ids": ",".join(node_ids),

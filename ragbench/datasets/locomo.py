@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
+from ragbench.text import NOT_MENTIONED
 from ragbench.types import Document, Evidence, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,6 @@ CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 
 _ID = re.compile(r"D(\d+):(\d+)")
 _STRAY_COLON = re.compile(r"D:(\d+):(\d+)")  # "D:11:26" in the full file: plainly D11:26
 _SESSION = re.compile(r"session_(\d+)$")
-REFUSAL_GOLD = "Not mentioned"
 
 
 def parse_evidence_ids(raw: list[Any]) -> tuple[list[str], int, int]:
@@ -125,7 +125,7 @@ class LocomoAdapter(BaseAdapter):
                 if not ids:
                     stats["qa_without_evidence"] += 1
                 if adversarial:
-                    answers: tuple[str, ...] = (REFUSAL_GOLD,)
+                    answers: tuple[str, ...] = (NOT_MENTIONED,)
                 else:
                     answer = require(qa, "answer", dataset=self.name, file=file, where=qwhere, types=(str, int, float))
                     answers = (str(answer),)

@@ -99,19 +99,19 @@ class MultiHopRAGAdapter(BaseAdapter):
                 ewhere = f"{where} evidence_list[{ei}]"
                 fact = require(item, "fact", dataset=self.name, file=qfile, where=ewhere, types=(str,))
                 url, title = str(item.get("url") or ""), str(item.get("title") or "")
-                doc_id = by_url.get(url) if url else None
-                if doc_id is None and _norm(title) in by_title:
-                    doc_id = by_title[_norm(title)]
+                found: str | None = by_url.get(url) if url else None
+                if found is None and _norm(title) in by_title:
+                    found = by_title[_norm(title)]
                     stats["evidence_matched_by_title"] += 1
-                if doc_id is None:
+                if found is None:
                     raise DatasetError(
                         f"evidence names an article that is not in {crel} (url {url!r}, title {title!r})",
                         dataset=self.name, file=qfile, record=ewhere, field="url",
                         fix=f"use the {CORPUS} and {QUERIES} of the same MultiHop-RAG release",
                     )
-                evidence.append(Evidence(text=fact, doc_id=doc_id))
-                if doc_id not in doc_ids:
-                    doc_ids.append(doc_id)
+                evidence.append(Evidence(text=fact, doc_id=found))
+                if found not in doc_ids:
+                    doc_ids.append(found)
             stats["evidence_facts"] += len(evidence)
             answerable = qtype != NULL_QUERY
             if answerable and not evidence:

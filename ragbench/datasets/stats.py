@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ragbench.text import loose_normalize
 from ragbench.types import Document, EvalSet, Evidence, Query
-
-
-def normalize(text: str) -> str:
-    """Lower case, punctuation as spaces, whitespace collapsed (for verbatim evidence checks)."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def qa_by_type(queries: Iterable[Query]) -> dict[str, int]:
@@ -68,14 +63,14 @@ class _Corpus:
         self.refs: dict[str, set[str]] = {}
         for d in docs:
             parts = [d.text or ""] + [p.text for s in d.sections for p in s.paragraphs]
-            self.text[d.doc_id] = normalize(" ".join(parts))
+            self.text[d.doc_id] = loose_normalize(" ".join(parts))
             self.refs[d.doc_id] = {r for s in d.sections for r in [s.ref, *(p.ref for p in s.paragraphs)] if r}
 
     def found(self, ev: Evidence, scope: tuple[str, ...]) -> bool:
         ids = (ev.doc_id,) if ev.doc_id else scope or tuple(self.text)
         if ev.ref is not None and any(ev.ref in self.refs.get(i, ()) for i in ids):
             return True
-        needle = normalize(ev.text or "")
+        needle = loose_normalize(ev.text or "")
         return bool(needle) and any(needle in self.text.get(i, "") for i in ids)
 
 

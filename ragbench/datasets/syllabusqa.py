@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
-import re
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
@@ -16,6 +13,7 @@ from ragbench.datasets.filetext import (
     paragraphs_of_text,
 )
 from ragbench.errors import ConfigError, DatasetError
+from ragbench.text import norm_key
 from ragbench.types import Document, Evidence, Query
 
 log = logging.getLogger(__name__)
@@ -47,7 +45,7 @@ QUESTION_TYPES = {
 def type_name(raw: str) -> str:
     """Metric-safe name of a published question type (unknown types are slugified, not dropped)."""
     key = raw.strip().lower()
-    return QUESTION_TYPES.get(key) or re.sub(r"[^a-z0-9]+", "_", key).strip("_") or "unknown"
+    return QUESTION_TYPES.get(key) or norm_key(key) or "unknown"
 
 
 class SyllabusQAAdapter(BaseAdapter):
@@ -96,13 +94,7 @@ class SyllabusQAAdapter(BaseAdapter):
                 for key in REQUIRED:
                     require(row, key, dataset=self.name, file=file, where=f"#{n}", types=(str,))
             return rel, rows
-        text = reader.read_text(rel)
-        try:
-            # strict: a truncated file (open quote at the end) or stray quotes are errors, not data
-            rows = list(csv.DictReader(io.StringIO(text, newline=""), strict=True))
-        except csv.Error as exc:
-            raise DatasetError(f"invalid CSV: {exc}", dataset=self.name, file=file,
-                               fix="re-download the file; it may be truncated or edited") from exc
+        rows = list[dict[Any, Any]](reader.read_csv(rel))  # an overlong row has a None key
         header = list(rows[0].keys()) if rows else []
         for key in REQUIRED:
             if rows and key not in header:

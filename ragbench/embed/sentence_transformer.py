@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import logging
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
+from ragbench.weights import package_weights
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +40,8 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None):  
 
 
 def resolve_model(model: str, package: str | None) -> tuple[str, str]:
-    """(what to load, revision label). A ``package`` that ships the weights (``get_model_path()``)
-    wins; without it the hub name is loaded as usual (needs internet or a filled HF cache)."""
-    if package:
-        try:
-            mod = importlib.import_module(package)
-        except ImportError:
-            log.warning("embedder.package=%s is not installed; loading %s from the Hugging Face hub", package, model)
-        else:
-            path = Path(mod.get_model_path())
-            dist = package.replace("_", "-")
-            try:
-                version = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                version = "unknown"
-            return str(path), f"{dist}=={version}"
-    return model, "hub"
+    """(what to load, revision label): see ``ragbench.weights.package_weights``."""
+    return package_weights(model, package, role="embedder")
 
 
 class SentenceTransformerEmbedder:

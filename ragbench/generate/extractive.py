@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 
 from ragbench.ingest.sentences import split_sentences
-from ragbench.text import normalize
+from ragbench.text import NOT_MENTIONED, normalize
 from ragbench.types import Answer, Context, Query
 
 STOPWORDS = frozenset(
@@ -16,7 +16,6 @@ STOPWORDS = frozenset(
     may might must there here into over under after before during while any some all each every other such
     only own same too very s t just don now""".split()
 )
-NOT_MENTIONED = "Not mentioned"
 
 
 def content_words(text: str) -> list[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import string
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,17 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.errors import ConfigError
+from ragbench.text import norm_key
 from ragbench.types import Context, Query
 
 log = logging.getLogger(__name__)
 
 PROMPT_ROOT = Path(__file__).resolve().parent.parent / "conf" / "prompt"
-_NORM = re.compile(r"[^a-z0-9]+")
-
-
-def norm_key(name: str | None) -> str:
-    """Lookup form of a dataset or question-type name: ``"Single factual"`` -> ``single_factual``."""
-    return _NORM.sub("_", str(name or "").lower()).strip("_")
 
 
 def resolve_prompt_file(spec: str, *, kind: str) -> Path:

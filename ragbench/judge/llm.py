@@ -156,11 +156,11 @@ class LLMJudge:
         }
         if gold_refuses and is_refusal(answer.text):
             # OpenViking's Heuristic_Refusal_Check: a refusal to an unanswerable question is right.
-            out = {f"judge/{m}": 1.0 for m in self.metrics}
+            refused: dict[str, float] = {f"judge/{m}": 1.0 for m in self.metrics}
             if "accuracy" in self.metrics:
-                out["judge/score"] = MAX_SCORE
-            out.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage})
-            return out, {m: {"rubric": HEURISTIC_REFUSAL, "reasoning": []} for m in self.metrics}
+                refused["judge/score"] = MAX_SCORE
+            refused.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage})
+            return refused, {m: {"rubric": HEURISTIC_REFUSAL, "reasoning": []} for m in self.metrics}
         out: dict[str, float] = {"judge/heuristic_refusal": 0.0}
         notes: dict[str, Any] = {}
         failed = False
@@ -172,11 +172,15 @@ class LLMJudge:
             )
             scores: list[float] = []
             notes[metric] = {"rubric": rubric.name, "reasoning": []}
+
+            def parses(text: str, allowed: Sequence[int] = rubric.scores) -> bool:
+                return parse_verdict(text, allowed).score is not None
+
             for repeat in range(self.repeats):
                 reply = self.client.complete(
                     messages,
                     key_extra={"repeat": repeat},
-                    cache_if=lambda text, r=rubric: parse_verdict(text, r.scores).score is not None,
+                    cache_if=parses,
                 )
                 usage["judge/prompt_tokens"] += reply.usage.prompt_tokens
                 usage["judge/completion_tokens"] += reply.usage.completion_tokens

@@ -63,12 +63,15 @@ class ResponseCache:
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return self._corrupt(path, f"it is unreadable ({exc})")
+            self._corrupt(path, f"it is unreadable ({exc})")
+            return None
         if not isinstance(value, dict):
-            return self._corrupt(path, f"it is a JSON {type(value).__name__}, not an object")
+            self._corrupt(path, f"it is a JSON {type(value).__name__}, not an object")
+            return None
         sha = value.pop(HASH_FIELD, None)  # absent in entries of older versions: the caller checks the shape
         if sha is not None and sha != json_sha256(value):
-            return self._corrupt(path, "its content does not match its content hash")
+            self._corrupt(path, "its content does not match its content hash")
+            return None
         return value
 
     def _corrupt(self, path: Path, reason: str) -> None:

@@ -25,10 +25,10 @@ from ragbench.llm.errors import (
     LLMResponseError,
     classify,
     fix_for,
-    redact,
 )
 from ragbench.llm.retry import RetryPolicy
 from ragbench.llm.usage import usage_from_cache, usage_of, usage_to_dict
+from ragbench.redact import mask_secrets, register
 from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
@@ -116,12 +116,9 @@ class LLMClient:
             if mode is not CacheMode.OFF else None
         )
         self._slots = threading.BoundedSemaphore(max_concurrency)
-        self._stats_lock = threading.Lock()
-        self._stats = {"calls": 0, "cache_hits": 0, "attempts": 0, "failures": 0}
         self._hit_logged = False
-        from ragbench.llm.loader import litellm
-
-        litellm()  # pay the ~5 s import now, not inside the first case's latency
+        # litellm (~5 s) is imported by the first request (the preflight, before the case loop), so a
+        # config error answers in about a second; its import time never enters a reply's latency.
 
     def __repr__(self) -> str:
         return f"LLMClient(role={self.role!r}, model={self.model!r}, api_base={self.api_base!r})"
@@ -157,6 +154,7 @@ class LLMClient:
                 latency_s=time.perf_counter() - start,
                 attempts=0,
             )
+        start += _import_seconds()
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.temperature}
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
@@ -192,6 +190,7 @@ class LLMClient:
                 usage=usage_from_cache(hit),
                 latency_s=time.perf_counter() - start,
             )
+        start += _import_seconds()
         kwargs: dict[str, Any] = {"model": self.model, "input": inputs}
         if dimensions is not None:
             kwargs["dimensions"] = dimensions
@@ -216,11 +215,6 @@ class LLMClient:
         except LLMError as exc:
             raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
 
-    def stats(self) -> dict[str, int]:
-        """Counters since construction: calls, cache hits, HTTP attempts, failed calls."""
-        with self._stats_lock:
-            return dict(self._stats)
-
     # ------------------------------------------------------------------ internals
     def _where(self) -> str:
         at = f" at {self.api_base}" if self.api_base else " at the provider's default endpoint"
@@ -243,22 +237,16 @@ class LLMClient:
                 f"fix: {self._fix(LLMReplyTooLargeError)}"
             )
         # A server that echoes the key back must not get it into answers, caches or judge prompts.
-        # TODO(lead): switch to ragbench.redact's function when branch i10life lands.
-        return response, redact(text, secret)
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self._stats_lock:
-            self._stats[name] += n
+        register(secret)
+        return response, mask_secrets(text)
 
     def _lookup(self, key: str, usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-        self._count("calls")
         if self.cache is None:
             return None
         hit = self.cache.get(key)
         if hit is not None and not usable(hit):
             return None
         if hit is not None:
-            self._count("cache_hits")
             level = logging.DEBUG if self._hit_logged else logging.INFO
             self._hit_logged = True
             log.log(level, "%s: served from cache %s (key %s)", self._where(), self.cache.root, key[:12])
@@ -296,12 +284,11 @@ class LLMClient:
             try:
                 result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
             except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:
-                self._count("failures")
-                self._count("attempts", attempts)
                 if isinstance(exc, LLMReplyTooLargeError):
                     raise
                 cls = LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]
-                detail = redact(" ".join(str(exc).split()), secret)[:200]  # one line; may carry the key
+                register(secret)
+                detail = mask_secrets(" ".join(str(exc).split()))[:200]  # one line; may carry the key
                 opened = self.breaker.failure(cls, where=self._where(), detail=f"{type(exc).__name__}: {detail}",
                                               fix=self._fix(cls))
                 if opened is not None:
@@ -309,8 +296,16 @@ class LLMClient:
                 message = f"{self._where()}: {type(exc).__name__} after {attempts} attempt(s): {detail}"
                 raise cls(f"{message}; fix: {self._fix(cls)}") from None  # the chained original could carry the key
         self.breaker.success()
-        self._count("attempts", attempts)
         return result, attempts
+
+
+def _import_seconds() -> float:
+    """Imports litellm on the first request; the seconds that took, kept out of the reply's latency."""
+    from ragbench.llm.loader import litellm
+
+    begin = time.perf_counter()
+    litellm()
+    return time.perf_counter() - begin
 
 
 def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[float, ...], ...]:
@@ -323,7 +318,8 @@ def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[
             raise LLMResponseError(
                 f"{where}: embedding {i} is not a list of floats\n  fix: {fix_for(LLMResponseError)}"
             )
-        rows.append((int(get("index") if get("index") is not None else i), tuple(float(x) for x in vec)))
+        index = get("index")
+        rows.append((int(index) if index is not None else i, tuple(float(x) for x in vec)))
     if len(rows) != expected:
         raise LLMResponseError(
             f"{where}: asked for {expected} embeddings, got {len(rows)}\n  fix: {fix_for(LLMResponseError)}"

@@ -89,10 +89,3 @@ def classify(exc: BaseException) -> tuple[type[LLMError], bool]:
     if isinstance(exc, openai.InternalServerError):
         return LLMServerError, True
     return LLMRequestError, False
-
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` masked (a key must never reach a log or a record)."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -13,35 +12,14 @@ import numpy as np
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
 from ragbench.types import ChunkTree, Hit, Query
+from ragbench.weights import package_weights
 
 log = logging.getLogger(__name__)
 
 
 def resolve_model_path(model: str, package: str | None) -> str:
-    """Where to load weights from: ``package.get_model_path()`` if a package is named, else ``model``.
-
-    ``model`` alone is a Hugging Face hub name or a local folder, loaded by sentence-transformers
-    exactly as usual (the hub needs internet). ``package`` is a pip package shipping the weights;
-    when it is not installed, ``model`` is used (with a warning), as the embedder does.
-    """
-    if package is None:
-        return model
-    module_name = package.replace("-", "_")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        # Same policy as the embedder: a user with internet still gets the model from the hub.
-        log.warning(
-            "reranker package %s is not installed; loading %s from the hub or a local folder", package, model
-        )
-        return model
-    get_path = getattr(module, "get_model_path", None)
-    if not callable(get_path):
-        raise ModelLoadError(
-            f"reranker package '{package}' has no get_model_path(); "
-            "fix: name a package that ships weights with get_model_path(), or set package=null"
-        )
-    return str(get_path())
+    """Where to load weights from: see ``ragbench.weights.package_weights``."""
+    return package_weights(model, package, role="reranker")[0]
 
 
 class CrossEncoderReranker:
@@ -69,10 +47,6 @@ class CrossEncoderReranker:
         self.device = device
         self._encoder: Any = None
         self._lock = threading.Lock()
-
-    def params(self) -> Mapping[str, Any]:
-        """Settings for logging."""
-        return {"model": self.model, "package": self.package, "max_length": self.max_length}
 
     def _load(self) -> Any:
         with self._lock:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -30,10 +29,6 @@ class DiversityReranker:
         self.max_per_parent = int(max_per_parent)
         self.level = level
         self._level = Level[level.upper()]
-
-    def params(self) -> Mapping[str, Any]:
-        """Settings for logging."""
-        return {"max_per_parent": self.max_per_parent, "level": self.level}
 
     def rerank(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -28,10 +27,6 @@ class MMRReranker:
                 "(1 = pure relevance, 0 = pure diversity)"
             )
         self.lambda_ = float(lambda_)
-
-    def params(self) -> Mapping[str, Any]:
-        """Settings for logging."""
-        return {"lambda_": self.lambda_}
 
     def rerank(
         self,

@@ -43,6 +43,7 @@ class FaissRetriever:
         if vectors is None or len(vectors) != len(ids):
             raise RagbenchError("dense retrieval needs one vector per chunk; the pipeline passed none or too few")
         dim = int(vectors.shape[1])
+        index: Any
         if self.index_type == "flat":
             index = faiss.IndexFlatIP(dim)
         else:

@@ -177,10 +177,11 @@ class MlflowTracker:
                 p = Path(tmp) / name
                 p.parent.mkdir(parents=True, exist_ok=True)
                 if isinstance(content, bytes):
+                    data = content
                     try:
-                        content = content.decode("utf-8")
+                        content = data.decode("utf-8")
                     except UnicodeDecodeError:
-                        p.write_bytes(content)
+                        p.write_bytes(data)
                         continue
                 p.write_text(redact_text(content), encoding="utf-8")
             self.client.log_artifacts(run_id, tmp, artifact_path=artifact_path)
@@ -195,13 +196,13 @@ class MlflowTracker:
     def log_dataset(self, run_id: str, *, name: str, digest: str, source: str,
                     rows: Sequence[Mapping[str, Any]], tags: Mapping[str, str]) -> None:
         """The dataset as a run input (``mlflow.data``): name, digest, and its questions as a frame."""
-        import mlflow.data
         import pandas as pd
+        from mlflow.data.pandas_dataset import from_pandas
         from mlflow.entities import DatasetInput, InputTag
 
         with warnings.catch_warnings():  # a local path matches two equivalent source resolvers
             warnings.simplefilter("ignore", UserWarning)
-            ds = mlflow.data.from_pandas(pd.DataFrame(list(rows)), source=source, name=name, digest=digest[:36])
+            ds = from_pandas(pd.DataFrame(list(rows)), source=source, name=name, digest=digest[:36])
         inp = DatasetInput(ds._to_mlflow_entity(), tags=[InputTag(k, str(v)) for k, v in tags.items()])
         self.client.log_inputs(run_id, datasets=[inp])
 

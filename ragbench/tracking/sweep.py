@@ -76,7 +76,9 @@ def parent_run_id(sweep_dir: str | Path) -> str | None:
 
 def split_overrides(text: str) -> list[str]:
     """Hydra's ``override_dirname`` split at its top-level commas (``reranker=[a,b]`` stays whole)."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    depth = 0
+    cur: list[str] = []
     for ch in text:
         if ch in "[{(":
             depth += 1

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from ragbench.errors import ConfigError
 from ragbench.evidence import (
     EvidenceMatcher,
     evidence_text_recall,
@@ -99,7 +100,7 @@ def test_context_budget_cuts_at_sentence_boundaries():
     ctx = ParentExpander(parent_depth=2, max_context_tokens=6).expand(hits, TREE)
     assert len(ctx) == 1 and ctx[0].truncated
     assert ctx[0].text == "Alice adopted a cat."  # the next sentence would exceed 6 tokens
-    with pytest.raises(Exception, match="parent_depth"):
+    with pytest.raises(ConfigError, match="parent_depth"):
         ParentExpander(parent_depth=5)
 
 
@@ -155,7 +156,7 @@ def test_child_depth_budget_cuts_within_the_kept_parts():
     ctx = ParentExpander(parent_depth=2, child_depth=1, max_context_tokens=4).expand(
         [Hit("d#s0.p0.t1", 1.0, 1)], TREE)
     assert ctx[0].truncated and ctx[0].text == "Alice adopted a cat."
-    with pytest.raises(Exception, match="child_depth"):
+    with pytest.raises(ConfigError, match="child_depth"):
         ParentExpander(child_depth=-1)
 
 
@@ -184,3 +185,19 @@ def test_evidence_unit_metrics_cut_at_k_not_at_the_unit_list():
     assert s["retrieval/precision_at_5"] == pytest.approx(0.2)
     assert s["retrieval/recall_at_5"] == 0.5 and s["retrieval/hit_at_5"] == 1.0
     assert s["retrieval/map_at_5"] == pytest.approx(0.5) and s["retrieval/mrr"] == 1.0
+
+
+def test_cjk_quote_soft_rule_is_the_same_in_soft_match_and_the_matcher():
+    # an 8-character Chinese quote, 7 of whose characters are in the paragraph (0.875), not a substring
+    paragraph, quote = "会议于五月在里斯本举行。", "会议五月在里斯办"
+    doc = Document(doc_id="zh", title="文", sections=(Section(title="一", paragraphs=(Paragraph(paragraph),)),))
+    emap = EvidenceMatcher(HierarchicalChunker().chunk([doc])).match(
+        Query(qid="q", text="?", answers=("x",), question_type="t", evidence=(Evidence(text=quote),),
+              doc_ids=("zh",)))
+    assert soft_match(quote, paragraph)
+    assert emap.how == ("soft",) and emap.matched == [0]
+    assert not soft_match("会议五月在伦敦办", paragraph)  # 5/8: neither rule matches
+    miss = EvidenceMatcher(HierarchicalChunker().chunk([doc])).match(
+        Query(qid="q", text="?", answers=("x",), question_type="t", evidence=(Evidence(text="会议五月在伦敦办"),),
+              doc_ids=("zh",)))
+    assert miss.how == ("unmatched",)

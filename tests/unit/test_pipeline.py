@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.errors import ConfigError
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
@@ -81,7 +82,7 @@ def test_parent_vectors_mean_pool_children(tmp_path):
 
 
 def test_topk_must_be_positive():
-    with pytest.raises(Exception, match="retrieval.topk"):
+    with pytest.raises(ConfigError, match="retrieval.topk"):
         Pipeline(components(topk=0))
 
 

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import subprocess
-import sys
 
 import pytest
 
 from ragbench import redact
 from ragbench.errors import ConfigError
-from ragbench.tracking.owner import owner, owner_gone
 
 KEY = "sk-unit-test-5e6f7a8b9c0d"
 
@@ -114,17 +110,3 @@ def test_terminal_stream_and_files_are_masked(tmp_path):
     f.write_text(f"- +llm.api_key={KEY}\n- retrieval.topk=3\n")
     assert redact.redact_file(f) and KEY not in f.read_text() and "retrieval.topk=3" in f.read_text()
     assert not redact.redact_file(f)  # already clean: not rewritten
-
-
-def test_owner_liveness():
-    assert owner_gone(owner()) is False
-    assert owner_gone(None) is None and owner_gone("another-host:1:1") is None
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    from ragbench.tracking.owner import _start_time
-
-    tag = f"{owner().split(':')[0]}:{proc.pid}:{_start_time(proc.pid)}"
-    assert owner_gone(tag) is False
-    proc.kill()
-    proc.wait()
-    assert owner_gone(tag) is True
-    assert os.getpid() != proc.pid

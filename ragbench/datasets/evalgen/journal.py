@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbench.cache.files import write_json_atomic
 from ragbench.errors import ConfigError
 
 
@@ -82,16 +82,9 @@ class Journal:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """``data`` as indented UTF-8 JSON, written to a temporary file then moved into place."""
+    """``data`` as indented UTF-8 JSON in its own key order, written atomically (``write_json_atomic``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    write_json_atomic(path, data, indent=2, sort_keys=False, newline=True)
 
 
 def check_share(test_share: float) -> None:

@@ -218,14 +218,15 @@ def run(slots: Sequence[Slot], worker: Callable[[Slot], Outcome], journal: Journ
                     tick(done, len(slots), len(result.kept))
                     continue
                 if outcome.status == "kept":
-                    assert outcome.item is not None
-                    near = dedup.near(str(outcome.item["question"]))
+                    item = outcome.item
+                    assert item is not None
+                    near = dedup.near(str(item["question"]))
                     if near is not None:
                         outcome = Outcome(slot=outcome.slot, question_type=outcome.question_type, status="dropped",
                                           reason="near_duplicate", detail=f"similarity {near[1]:.2f} to {near[0]}",
                                           cost_usd=outcome.cost_usd)
                     else:
-                        dedup.add(str(outcome.item["question"]), str(outcome.item["id"]))
+                        dedup.add(str(item["question"]), str(item["id"]))
                 journal.record(outcome)
                 result.outcomes.append(outcome)
                 tick(done, len(slots), len(result.kept))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -168,11 +166,3 @@ def test_default_dir_follows_the_config_default(monkeypatch, tmp_path):
     assert cli.default_dir() == tmp_path / "shared"
     monkeypatch.delenv(cli.ENV_VAR)
     assert cli.default_dir() == Path(".ragbench_cache")
-
-
-def test_module_entry_point(store):
-    env = {**os.environ, cli.ENV_VAR: str(store)}
-    proc = subprocess.run([sys.executable, "-m", "ragbench.cache", "info"], check=False, env=env, capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[3])
-    assert proc.returncode == 0, proc.stderr
-    assert "verdicts" in proc.stdout and str(store) in proc.stdout.replace("\n", "")

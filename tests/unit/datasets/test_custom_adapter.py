@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ragbench.datasets.custom import CustomAdapter
-from ragbench.datasets.customqa import REFUSAL_GOLD
 from ragbench.errors import ConfigError, DatasetError
+from ragbench.text import NOT_MENTIONED as REFUSAL_GOLD
 
 MD = "# Ferry handbook\n\nThe ferry leaves the north pier at 7:15 every weekday.\n\n## Tickets\n\nDay passes cost 6 euros.\n"
 TXT = "Lighthouse notes\n\nThe lighthouse keeper logs the weather at noon and at midnight.\n"

@@ -6,7 +6,8 @@ import pytest
 from hydra.utils import instantiate
 
 from ragbench.datasets.__main__ import load_config, main
-from ragbench.datasets.stats import counts, normalize, qa_by_type, summarize
+from ragbench.datasets.stats import counts, qa_by_type, summarize
+from ragbench.text import loose_normalize as normalize
 from ragbench.types import Document, EvalSet, Evidence, Paragraph, Query, Section
 
 DOCS = (

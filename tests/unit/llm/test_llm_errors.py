@@ -16,8 +16,8 @@ from ragbench.llm.errors import (
     LLMTimeoutError,
     classify,
     fix_for,
-    redact,
 )
+from ragbench.redact import mask_secrets, register
 
 REQ = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
@@ -58,7 +58,11 @@ def test_classes_are_ragbench_llm_errors_with_a_fix():
         assert "llm." in fix_for(cls)
 
 
-def test_redact_masks_every_occurrence():
-    assert redact("key sk-abc123 and sk-abc123", "sk-abc123") == "key *** and ***"
-    assert redact("nothing", None) == "nothing"
-    assert redact("a b", "a") == "a b"  # a too-short secret is not a key: leave text alone
+def test_reply_sink_masks_every_occurrence_of_a_registered_key():
+    # the rule the LLM reply sink uses: ragbench.redact's registered secrets, the reply's wording kept
+    register("sk-abc123-errors-test")
+    assert mask_secrets("key sk-abc123-errors-test and sk-abc123-errors-test") == "key *** and ***"
+    assert mask_secrets("token: abc and nothing else") == "token: abc and nothing else"
+    register(None)
+    register("ab")  # a too-short secret is not a key: leave text alone
+    assert mask_secrets("a b ab") == "a b ab"

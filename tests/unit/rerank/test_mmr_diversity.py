@@ -73,7 +73,7 @@ def test_diversity_hit_at_or_above_level_is_its_own_parent() -> None:
     r = DiversityReranker(max_per_parent=1, level="paragraph")
     out = r.rerank(QUERY, _hits(["p1", "t1", "p2"]), tree=TREE, k=5, query_vector=None, chunk_vectors=None)
     assert _ids(out) == ["p1", "p2"]  # hit p1 counts for paragraph p1, so its sentence t1 is over quota
-    assert r.params() == {"max_per_parent": 1, "level": "paragraph"}
+    assert (r.max_per_parent, r.level) == (1, "paragraph")
 
 
 def test_diversity_config_errors() -> None:
@@ -114,7 +114,7 @@ def test_mmr_extremes_k_and_normalisation() -> None:
 
 def test_mmr_needs_vectors_and_errors() -> None:
     r = MMRReranker(lambda_=0.3)
-    assert isinstance(r, Reranker) and r.needs_vectors is True and r.params() == {"lambda_": 0.3}
+    assert isinstance(r, Reranker) and r.needs_vectors is True and r.lambda_ == 0.3
     assert r.rerank(QUERY, [], tree=TREE, k=3, query_vector=Q, chunk_vectors={}) == []
     with pytest.raises(RagbenchError, match="needs the query and chunk vectors"):
         r.rerank(QUERY, _hits(["a"]), tree=TREE, k=3, query_vector=None, chunk_vectors=None)
