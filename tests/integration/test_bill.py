@@ -112,4 +112,6 @@ def test_a_sweep_budget_stops_the_remaining_jobs_and_exits_non_zero(server, tmp_
     assert server.count <= 4
     jobs = [r for r in _runs(tmp_path) if r[3].get("ragbench.role") == "job"]
     assert len(jobs) == 1  # the two later jobs were not started
-    assert "stopped by budget" in proc.stderr
+    assert "sweep stopped by budget: budget.max_calls=4 reached" in proc.stderr and "1 of 3 jobs ran" in proc.stderr
+    parent = [r for r in _runs(tmp_path) if r[3].get("ragbench.role") == "sweep"][0]
+    assert parent[2]["llm/calls_total"] == jobs[0][2]["llm/calls_total"]  # accounting summed on the parent
