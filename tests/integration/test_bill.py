@@ -115,3 +115,16 @@ def test_a_sweep_budget_stops_the_remaining_jobs_and_exits_non_zero(server, tmp_
     assert "sweep stopped by budget: budget.max_calls=4 reached" in proc.stderr and "1 of 3 jobs ran" in proc.stderr
     parent = [r for r in _runs(tmp_path) if r[3].get("ragbench.role") == "sweep"][0]
     assert parent[2]["llm/calls_total"] == jobs[0][2]["llm/calls_total"]  # accounting summed on the parent
+
+
+def test_rejudging_with_another_judge_reuses_every_cached_answer(server, tmp_path):
+    server.reset()
+    first = _run(_args(server, tmp_path), tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    server.reset()
+    other = _run(_args(server, tmp_path, "judge.model=openai/judge-b"), tmp_path)
+    assert other.returncode == 0, other.stderr[-3000:]
+    models = [r.get("model") for r in server.requests]
+    assert models and set(models) == {"judge-b"}, models  # no generation request: every answer came from the cache
+    m = _runs(tmp_path)[-1][2]
+    assert m["llm/generation_calls"] == 0 and m["saved/generation_calls"] >= N and m["llm/judge_calls"] == len(models)

@@ -3,6 +3,8 @@ dataset.max_queries, the ledger's budget and accounting, and how skipped cases a
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hydra import compose, initialize_config_module
 
@@ -15,7 +17,7 @@ from ragbench.outcome import check
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.baselines import ClosedBook, Oracle
 from ragbench.types import CaseResult, Query, Usage
-from tests.fixtures.toy import ToyAdapter
+from tests.fixtures.toy import HashEmbedder, ToyAdapter
 from tests.unit.test_pipeline import components
 
 
@@ -122,3 +124,25 @@ def test_skipped_cases_are_neither_scored_nor_failed():
     m = aggregate(cases)
     assert m["answer/f1"] == 1.0 and m["cases/total"] == 1 and m["cases/skipped"] == 2 and m["cases/failed"] == 0
     check(cases, 0.0)  # skipped cases are not failures: a strict gate still passes
+
+
+class _SlowLoading(HashEmbedder):
+    """A model whose one-off load takes LOAD_S (sentence-transformers' ``load``/``loaded`` shape)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loaded = False
+
+    def load(self) -> None:
+        time.sleep(LOAD_S)
+        self.loaded = True
+
+
+LOAD_S = 0.3
+
+
+def test_model_loading_is_timed_apart_from_embedding_and_search():
+    result = Pipeline(components(embedder=_SlowLoading())).run()
+    assert result.metrics["latency/model_load_ms"] >= LOAD_S * 1000
+    assert result.timings["embed"] + result.timings.get("embed_queries", 0.0) < LOAD_S  # the load is not in them
+    assert result.metrics["latency/search_mean_ms"] < LOAD_S * 1000 / 3  # three queries: not a share of the load
