@@ -28,6 +28,8 @@ def split_plan_args(argv: Sequence[str]) -> tuple[bool, str | None, list[str]]:
     for arg in argv:
         if arg in FLAGS:
             asked = True
+        elif arg in ("plan=false", "plan=False", "plan=0"):
+            continue
         elif arg.startswith("plan.json="):
             asked, path = True, arg.split("=", 1)[1]
         else:

@@ -60,7 +60,7 @@ KEY_METRICS = {  # metric -> short column label for the terminal
     # the job's own top-k under one name: in a top-k sweep these columns differ, @5 would not
     "retrieval/hit_at_topk": "hit@k", "retrieval/recall_at_topk": "recall@k", "retrieval/mrr": "mrr",
     "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
-    "cases/failed": "failed",
+    "cases/failed": "failed", "cases/skipped": "skipped",
 }
 
 
