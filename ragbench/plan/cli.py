@@ -137,6 +137,7 @@ def summarize(plans: Sequence[JobPlan], rates: dict[str, Any]) -> dict[str, Any]
 
 def render(plan: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(file=sys.stdout, width=160)
@@ -146,9 +147,9 @@ def render(plan: dict[str, Any]) -> None:
     for col in cols:
         table.add_column(col)
     for r in plan["per_job"]:
-        cached = sum(v for k, v in r.items() if k.endswith("_cached"))
+        cached = sum(v for k, v in r.items() if k.endswith("_cached") and k != "ingest_cached")
         tokens = sum(v for k, v in r.items() if k.endswith("_tokens"))
-        label = r["job"] + (f" [baseline: {r['baseline']}]" if r["baseline"] else "")
+        label = escape(r["job"] + (f" [baseline: {r['baseline']}]" if r["baseline"] else ""))
         usd = "unpriced" if r["usd"] is None else f"{r['usd']:.4f}"
         table.add_row(label, r["dataset"], str(r["questions"]), str(r.get("generation_calls", 0)),
                       str(r.get("judge_calls", 0)), str(cached), str(tokens), usd)
