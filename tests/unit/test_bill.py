@@ -146,3 +146,29 @@ def test_model_loading_is_timed_apart_from_embedding_and_search():
     assert result.metrics["latency/model_load_ms"] >= LOAD_S * 1000
     assert result.timings["embed"] + result.timings.get("embed_queries", 0.0) < LOAD_S  # the load is not in them
     assert result.metrics["latency/search_mean_ms"] < LOAD_S * 1000 / 3  # three queries: not a share of the load
+
+
+@pytest.mark.parametrize(("budget", "spend", "message"), [
+    (Budget(max_usd=1.0, scope="job"), 2, r"budget.max_usd=1 reached \(\$1.0000 spent"),
+    (Budget(max_minutes=0, scope="job"), 0, r"budget.max_minutes=0 reached"),
+    (Budget(max_calls=0, scope="job"), 0, r"budget.max_calls=0 reached \(0 LLM requests sent"),
+])
+def test_each_budget_limit_stops_the_next_request(budget, spend, message):
+    ledger = Ledger()
+    ledger.start_job(budget)
+    for _ in range(spend):
+        ledger.admit()
+        ledger.record("embedder", Usage(prompt_tokens=5, cost_usd=0.5))
+    with pytest.raises(BudgetExhaustedError, match=message):
+        ledger.admit()
+
+
+def test_a_sweep_budget_spans_jobs():
+    ledger = Ledger()
+    for _ in range(2):
+        ledger.start_job(Budget(max_calls=2))
+        ledger.admit()
+        ledger.record("llm", Usage(prompt_tokens=1))
+    ledger.start_job(Budget(max_calls=2))
+    with pytest.raises(BudgetExhaustedError, match="budget.scope=sweep"):
+        ledger.admit()
