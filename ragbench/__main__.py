@@ -76,6 +76,14 @@ def main() -> None:
     redact.register_environment()
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
     redact.mask_terminal()
+    from ragbench.plan.cli import split_plan_args
+
+    asked, json_path, rest = split_plan_args(sys.argv[1:])
+    if asked:  # plan=true: the sweep's bill, nothing run (ragbench.plan)
+        from ragbench.plan.cli import main as plan_main
+
+        leave(plan_main(rest, json_path))
+        return
     check_command_line()
     try:
         _hydra_main()

@@ -14,12 +14,16 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ragbench import __version__, redact
+from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
 from ragbench.cache.store import StageCache
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
+from ragbench.plan.rates import record_rates
+from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.scope import check_scope
+from ragbench.stages import builds_llm
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.owner import OWNER_TAG, owner_gone
@@ -48,6 +52,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
     check_config(cfg)  # unknown group keys, out-of-range numbers: before MLflow or any model
     rr = cfg.reranker
+    llm = builds_llm(cfg)  # stages=retrieval: no generator, no judge (ragbench.stages)
     components = Components(
         dataset=_instantiate(cfg.dataset),
         chunker=_instantiate(cfg.chunker),
@@ -57,8 +62,8 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         rerankers=[_instantiate(node) for node in (rr.get("rerankers") or {}).values()],
         candidates=int(rr.get("candidates") or 0),
         expander=_instantiate(cfg.expander),
-        generator=_instantiate(cfg.llm),
-        judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
+        generator=_instantiate(cfg.llm) if llm else None,
+        judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
     )
     return components, _instantiate(cfg.cache)
@@ -124,7 +129,7 @@ def job_hash(resolved: dict[str, Any]) -> str:
     from ragbench.tracking.job_log import git_commit
 
     config = {k: v for k, v in resolved.items() if k not in ("tracking", "cache", "resume", "objective",
-                                                                "max_failure_rate")}
+                                                                "max_failure_rate", "budget", "plan")}
     return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
 
 
@@ -169,10 +174,14 @@ def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | N
 def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None."""
     name, parent, multirun = _job_name()
+    if LEDGER.stopped is not None and LEDGER.budget.scope == "sweep":  # the sweep's budget is spent
+        log.error("not started: %s", LEDGER.stopped)
+        return _objective(cfg, {}, failed=True) if multirun else None
     try:  # config errors first, before MLflow or any model is imported: they answer in about a second
         redact.check_config(OmegaConf.to_container(cfg, resolve=False))
         components, cache = build(cfg)
         limit = max_failure_rate(cfg)
+        budget = Budget.from_config(cfg.get("budget"))
         built: RagbenchError | None = None
     except RagbenchError as exc:
         if not multirun:
@@ -201,20 +210,37 @@ def run(cfg: DictConfig) -> float | None:
         if built is not None:
             raise built
         tracker.set_tags(run_id, {
-            "ragbench.generator": components.generator.identity,
+            "ragbench.generator": components.generator.identity if components.generator else "none",
+            "ragbench.stages": str(cfg.get("stages", "all")),
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
             **_component_tags(components),
         })
         tracker.log_params(run_id, _component_params(components))
+        LEDGER.start_job(budget)
+        before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
         preflight(components)  # a component that cannot load fails the job here, once, not every case
         result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
+        result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
+        stopped = budget_stop(result.cases)
+        if stopped:
+            tracker.set_tags(run_id, {"ragbench.stopped_by_budget": stopped})
+        if baseline_of(components.retriever):
+            tracker.set_tags(run_id, {"ragbench.baseline": str(baseline_of(components.retriever))})
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
                 topk=components.topk,
                 extra_tags={f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()})
         scored = True
         job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=run_id)
+        record_rates(cache, components, result)
         check(result.cases, limit)  # too many failed cases, or an endpoint that kept refusing: FAILED
+        if stopped:  # KILLED, not FINISHED: a rerun (with a larger budget) runs it again, from the cache
+            status = "KILLED"
+            log.error("stopped by budget: %s; %d cases skipped; fix: raise the budget and rerun (cached work "
+                      "is reused)", stopped, sum(c.skipped for c in result.cases))
+            if multirun:
+                return _objective(cfg, {}, failed=True)
+            sys.exit(1)
         status = "FINISHED"
         return _objective(cfg, result.metrics)
     except KeyboardInterrupt:

@@ -9,15 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragbench.budget import LEDGER
+from ragbench.cache import keys
 from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
-from ragbench.cache.store import StageCache, make_key
-from ragbench.errors import CacheCorruptError
+from ragbench.cache.store import StageCache
+from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
-from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
+from ragbench.retrieval.baselines import baseline_of
+from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query, Usage
 
 if TYPE_CHECKING:
     from ragbench.pipeline import Components
@@ -67,19 +70,23 @@ class CaseRunner:
                                         query_vector=qvec, chunk_vectors=chunk_vecs)
             if c.rerankers:
                 latency["rerank"] = time.perf_counter() - t
-            final = final[: max(ks)]
+            oracle = baseline_of(c.retriever) == "oracle"  # every gold unit is a context, whatever top-k
+            final = final if oracle else final[: max(ks)]
             scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
             t = time.perf_counter()
-            contexts = tuple(c.expander.expand(final[: c.topk], tree))
+            contexts = tuple(c.expander.expand(final if oracle else final[: c.topk], tree))
             latency["expand"] = time.perf_counter() - t
             scores.update(context_scores([x.text for x in contexts], [context_refs(tree, x) for x in contexts],
                                          emap.texts, openviking_evidence(query), bool(emap.matched)))
+            if c.generator is None:  # stages=retrieval: retrieval and context metrics only
+                return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=None, scores=scores,
+                                  latency=latency)
             t = time.perf_counter()
-            answer_key = make_key({"stage": "answers", "generator": c.generator.identity, "qid": query.qid,
-                                   "question": query.text, "type": query.question_type,
-                                   "contexts": [[x.title, x.text] for x in contexts]})
+            answer_key = keys.answer_key(c.generator.identity, query, contexts)
             answer = self.cache.get_record("answers", answer_key, parse=answer_from)
-            if answer is None:
+            if answer is not None:
+                LEDGER.save("llm", answer.usage)  # served by the stage cache: saved, never spent
+            else:
                 answer = c.generator.answer(query, contexts)
                 self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
                                                               "qid": query.qid}, answer_record(answer))
@@ -95,6 +102,9 @@ class CaseRunner:
                 scores.update(self.verdict(judge, query, contexts, answer, answer_key,
                                            notes=judge_notes.setdefault(name, {})))
             latency["judge"] = time.perf_counter() - t
+        except BudgetExhaustedError as exc:  # no request was sent: the case is skipped, not failed
+            return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=None, scores=scores,
+                              status="skipped", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency)
         except CacheCorruptError:
             raise  # a corrupt entry under cache.mode=read_only stops the job: no case is scored from it
         except Exception as exc:  # noqa: BLE001 - a case failure is recorded, counted and scored zero
@@ -118,11 +128,13 @@ class CaseRunner:
         notes = {} if notes is None else notes
         if identity is None:
             return judge.judge(query, contexts, answer)
-        key = make_key({"stage": "verdicts", "judge": identity, "answer": answer_key, "answer_text": answer.text,
-                        "gold": list(query.answers), "answerable": query.answerable})
+        key = keys.verdict_key(identity, answer_key, answer, query)
         cached = self.cache.get_record("verdicts", key, parse=verdict_with_notes)
         if cached is not None:
             notes.update(cached[1])
+            LEDGER.save("judge", Usage(prompt_tokens=int(cached[0].get("judge/prompt_tokens", 0)),
+                                       completion_tokens=int(cached[0].get("judge/completion_tokens", 0)),
+                                       cost_usd=float(cached[0].get("judge/cost_usd", 0.0)), cached=True))
             return cached[0]
         explain = getattr(judge, "judge_notes", None)
         scores, explained = explain(query, contexts, answer) if explain else (judge.judge(query, contexts, answer), {})

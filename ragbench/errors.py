@@ -72,3 +72,7 @@ class CacheCorruptError(CacheError):
 
 class JobFailedError(RagbenchError):
     """A job ran, but too many of its cases failed for its figures to mean anything (max_failure_rate)."""
+
+
+class BudgetExhaustedError(RagbenchError):
+    """budget.max_usd / max_calls / max_minutes reached: no further LLM request is sent (ragbench.budget)."""

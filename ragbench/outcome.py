@@ -57,6 +57,7 @@ def check(cases: Sequence[CaseResult], limit: float) -> None:
     for case in cases:
         if case.error_type == LLMCircuitOpenError.__name__:
             raise LLMCircuitOpenError(case.error or "an LLM endpoint failed too often in a row")
+    cases = [case for case in cases if not case.skipped]  # not run (budget): not failures
     failed = [case for case in cases if case.failed]
     rate = len(failed) / len(cases) if cases else 0.0
     if rate > limit:

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ragbench.cache import keys
 from ragbench.cache.entries import (
     check_index,
-    corpus_digest,
     index_fingerprint,
     library_versions,
     load_hits,
@@ -31,15 +31,18 @@ from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
 from ragbench.judge.aggregate import aggregate, score_keys
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import (
+    BaselineRetriever,
     Chunker,
     DatasetAdapter,
     Embedder,
     Expander,
     Generator,
     Judge,
+    LoadableEmbedder,
     Reranker,
     Retriever,
 )
+from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.scope import DocumentScope, check_scope
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
@@ -60,7 +63,7 @@ class Components:
     rerankers: Sequence[Reranker]
     candidates: int
     expander: Expander
-    generator: Generator
+    generator: Generator | None  # None under stages=retrieval (ragbench.stages)
     judges: Mapping[str, Judge]
     scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
 
@@ -94,17 +97,24 @@ class Pipeline:
         self.embedded_texts = 0
 
     def _timed(self, stage: str, fn: Callable[[], Any]) -> Any:
+        """Adds the stage's time, less any one-off model loading inside it (timed as ``model_load``)."""
         start = time.perf_counter()
+        loading = self.timings.get("model_load", 0.0)
         try:
             return fn()
         finally:
-            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - start
+            spent = time.perf_counter() - start
+            if stage != "model_load":
+                spent -= self.timings.get("model_load", 0.0) - loading
+            self.timings[stage] = self.timings.get(stage, 0.0) + spent
 
     def _embed(self, texts: list[str], *, queries: bool) -> np.ndarray:
         """Vectors for ``texts``, each distinct text encoded once (11% of the LoCoMo sample's
         sentences repeat another one: "Thanks!", "Wow!"); ``embedded_texts`` counts what was encoded."""
         emb = self.c.embedder
         assert emb is not None
+        if isinstance(emb, LoadableEmbedder) and not emb.loaded:
+            self._timed("model_load", emb.load)  # kept out of the embed and search latencies
         distinct, rows = _distinct(texts)
         self.embedded_texts += 0 if queries else len(distinct)
         vecs = emb.embed_queries(distinct) if queries else emb.embed_documents(distinct)
@@ -118,8 +128,7 @@ class Pipeline:
         libraries = library_versions()
         expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
                     "parent_vectors": parents, "libraries": libraries}
-        # library versions in the key: after `pip install -U numpy` the vectors are rebuilt, not refused
-        key = make_key({"stage": "index", "chunks": chunks_key, "embedder": emb.identity, "libraries": libraries})
+        key = keys.index_key(chunks_key, emb.identity)
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -182,10 +191,8 @@ class Pipeline:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
-        if getattr(c.embedder, "parent_vectors", "none") != "none":  # parents are searched too
-            tree = replace(tree, also_searched=(Level(tree.search_level + 1),))
-        chunks_key = make_key({"stage": "chunks", "corpus": corpus_digest(evalset.documents),
-                               "chunker": dict(c.chunker.params())})
+        tree = searched_tree(tree, c.embedder)
+        chunks_key = keys.chunks_key(evalset.documents, c.chunker)
         self.cache.keys["chunks"] = chunks_key
         searchable = tree.searchable()
         ids = [ch.chunk_id for ch in searchable]
@@ -197,7 +204,7 @@ class Pipeline:
         queries = list(evalset.queries)
         qtexts = [q.text for q in queries]
         ks = metric_ks(c.topk)
-        depth = max(max(ks), c.candidates if c.rerankers else 0)
+        depth = search_depth(c)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
         index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
         vectors = qvecs = None
@@ -214,15 +221,19 @@ class Pipeline:
             return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, queries))
 
         search_s: list[float] = []  # per-query search latency (empty when served from the cache)
-        retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
-                                  "k": depth, "libraries": library_versions()})
-        hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
-                                        build=search, save=save_hits, load=lambda f, m: load_hits(f))
+        retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
+        baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
+        hits_all: list[list[Hit]] = [[] for _ in queries] if baseline else self.cache.folder(
+            "retrieval", retrieval_key, {"index": index_fp, "k": depth},
+            build=search, save=save_hits, load=lambda f, m: load_hits(f))[0]
         if reranker_vectors and vectors is None:
             vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
         matcher = EvidenceMatcher(tree)
         emaps = self._timed("evidence", lambda: {q.qid: matcher.match(q) for q in queries})
+        if baseline:
+            assert isinstance(c.retriever, BaselineRetriever)
+            hits_all = [c.retriever.hits_for(emaps[q.qid]) for q in queries]
         row_of = {cid: i for i, cid in enumerate(ids)}
 
         cases_runner = CaseRunner(self.c, self.cache)
@@ -243,6 +254,7 @@ class Pipeline:
         metrics = aggregate(cases, score_keys(c.judges.values()))
         search_total = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
         metrics["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
+        metrics["latency/model_load_ms"] = 1000.0 * self.timings.get("model_load", 0.0)  # one-off, kept apart
         for key, value in match_stats(emaps).items():
             metrics[key] = float(value)
         metrics.update(self.cache.counters())
@@ -263,6 +275,18 @@ class Pipeline:
             evalset=evalset, tree=tree, cases=tuple(cases), metrics=metrics, fingerprints=fingerprints,
             timings=dict(self.timings), counts=counts, evidence=emaps, cache_keys=dict(self.cache.keys),
         )
+
+
+def searched_tree(tree: ChunkTree, embedder: Embedder | None) -> ChunkTree:
+    """The tree as searched: with ``parent_vectors`` the parents are searched too."""
+    if getattr(embedder, "parent_vectors", "none") != "none":
+        return replace(tree, also_searched=(Level(tree.search_level + 1),))
+    return tree
+
+
+def search_depth(c: Components) -> int:
+    """How many hits each query's search returns (the largest metric k, or the rerankers' candidates)."""
+    return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0)
 
 
 def _distinct(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ragbench.types import Answer, ChunkTree, Context, Document, EvalSet, Hit, Query
+
+if TYPE_CHECKING:
+    from ragbench.evidence import EvidenceMap
 
 
 @runtime_checkable
@@ -113,3 +116,43 @@ class Judge(Protocol):
     """
 
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]: ...
+
+
+# Optional capabilities: a component has one of these on top of its stage protocol; the pipeline and the
+# planner narrow with ``isinstance`` instead of probing attributes.
+
+
+@runtime_checkable
+class LoadableEmbedder(Protocol):
+    """An embedder whose model loads on demand; the pipeline times the load apart from encoding."""
+
+    loaded: bool
+
+    def load(self) -> None: ...
+
+
+@runtime_checkable
+class BaselineRetriever(Protocol):
+    """A baseline that retrieves nothing itself: ``closed_book`` (no context) or ``oracle`` (the gold units)."""
+
+    baseline: str
+
+    def hits_for(self, emap: EvidenceMap) -> list[Hit]: ...
+
+
+@runtime_checkable
+class PromptedGenerator(Protocol):
+    """A generator that sends chat prompts to a model; ``prompts`` lists the messages of one case."""
+
+    identity: str
+
+    def prompts(self, query: Query, contexts: Sequence[Context]) -> list[list[dict[str, str]]]: ...
+
+
+@runtime_checkable
+class PromptedJudge(Protocol):
+    """A model judge: ``identity`` enters its verdict cache key; ``prompts`` lists one case's requests."""
+
+    identity: str
+
+    def prompts(self, query: Query, contexts: Sequence[Context], answer: Answer) -> list[list[dict[str, str]]]: ...

@@ -231,7 +231,7 @@ class CaseResult:
     contexts: tuple[Context, ...]
     answer: Answer | None
     scores: Mapping[str, float]
-    status: str = "ok"  # "ok" | "failed"
+    status: str = "ok"  # "ok" | "failed" | "skipped" (not run: the budget was reached; ragbench.budget)
     error_type: str | None = None
     error: str | None = None
     latency: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
@@ -239,4 +239,9 @@ class CaseResult:
 
     @property
     def failed(self) -> bool:
-        return self.status != "ok"
+        return self.status == "failed"
+
+    @property
+    def skipped(self) -> bool:
+        """Not run (budget reached): neither scored nor failed; counted as ``cases/skipped``."""
+        return self.status == "skipped"

@@ -49,6 +49,7 @@ class RunCases:
     rows: tuple[Mapping[str, Any], ...] = ()  # the raw records (ranked ids, qrels, ...), for the taxonomy
     source: str = "mlflow"
     metrics: Mapping[str, float] = field(default_factory=dict)  # the run's logged metrics, when known
+    skipped: np.ndarray | None = None  # cases not run (budget reached): NaN for every metric, never 0
 
     @property
     def config(self) -> str:
@@ -62,6 +63,8 @@ class RunCases:
         x = np.full(len(self.qids), np.nan) if x is None else x.copy()
         if spec.zero_when_failed:
             x = np.nan_to_num(x, nan=0.0)
+            if self.skipped is not None:
+                x[self.skipped] = np.nan
         if spec.successful_only:
             x[~self.ok] = np.nan
         return x
@@ -109,6 +112,7 @@ def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, data
         types=tuple(metric_name(str(row.get("question_type") or "unknown")) for row in rows),
         ok=np.array([row.get("status", "ok") == "ok" for row in rows], dtype=bool), fields=fields,
         rows=tuple(rows) if keep_rows else (), source=source, metrics=dict(metrics or {}),
+        skipped=np.array([row.get("status") == "skipped" for row in rows], dtype=bool),
     )
 
 

@@ -250,22 +250,25 @@ class BaseAdapter:
         variant: str = "sample",
         num_docs: int | None = None,
         sample_size: int | None = None,
+        max_queries: int | None = None,
         stratify: bool = False,
         seed: int = 42,
         max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB,
         max_decompressed_mb: float = DEFAULT_MAX_DECOMPRESSED_MB,
     ) -> None:
-        from ragbench.datasets.sampling import check_spec
+        from ragbench.datasets.sampling import check_max_queries, check_spec
         from ragbench.errors import ConfigError
 
         if variant not in VARIANTS:
             raise ConfigError(f"dataset.variant={variant!r} is not valid; choose one of {list(VARIANTS)}")
         check_spec(num_docs=num_docs, sample_size=sample_size, stratify=stratify, seed=seed)
+        check_max_queries(max_queries)
         self.name = name
         self.path = path
         self.variant = "full" if path else variant
         self.num_docs = num_docs
         self.sample_size = sample_size
+        self.max_queries = max_queries
         self.stratify = stratify
         self.seed = seed
         self.limits = Limits(max_document_mb=max_document_mb, max_decompressed_mb=max_decompressed_mb)
@@ -300,6 +303,7 @@ class BaseAdapter:
         return {
             "num_docs": self.num_docs, "sample_size": self.sample_size,
             "stratify": self.stratify, "seed": self.seed,
+            **({"max_queries": self.max_queries} if self.max_queries is not None else {}),
         }
 
     def extra_tags(self) -> dict[str, str]:

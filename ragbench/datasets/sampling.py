@@ -35,6 +35,11 @@ def _check(key: str, value: int | None) -> None:
         raise ConfigError(f"dataset.{key} must be >= 1 (or null for all), got {value}")
 
 
+def check_max_queries(value: int | None) -> None:
+    """``dataset.max_queries``: the first N questions in file order, or null for all."""
+    _check("max_queries", value)
+
+
 def check_spec(*, num_docs: int | None, sample_size: int | None, stratify: bool, seed: int) -> None:
     """The sampling keys checked when the adapter is built (before MLflow starts), with their ranges.
 
@@ -138,8 +143,11 @@ def sample(
     stratify: bool,
     seed: int,
     dataset: str = "dataset",
+    max_queries: int | None = None,
 ) -> tuple[list[Document], list[Query]]:
     """Applies the sampling spec (see the module docstring). Seeded, deterministic, order-keeping.
+    ``max_queries=N`` then keeps the first N remaining questions in file order (OpenViking's
+    ``max_queries``); the corpus stays whole.
 
     Asking for more than there is keeps everything, with a warning that gives the real count.
     """
@@ -162,4 +170,7 @@ def sample(
         chosen = _stratified(queries, sample_size, rng) if stratify else rng.sample(queries, sample_size)
         ids = {id(q) for q in chosen}
         queries = [q for q in queries if id(q) in ids]
+    if max_queries is not None:
+        check_max_queries(max_queries)
+        queries = queries[:max_queries]
     return docs, queries

@@ -102,6 +102,10 @@ class SentenceTransformerEmbedder:
                     ) from exc
             return self._st
 
+    def load(self) -> None:
+        """Loads the model now (the pipeline times this once, apart from encoding)."""
+        self._load()
+
     @property
     def loaded(self) -> bool:
         """Whether the model was loaded (a job served from the cache never loads it)."""

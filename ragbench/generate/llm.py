@@ -74,6 +74,10 @@ class LLMGenerator:
         """One tiny request before the case loop (see ``LLMClient.preflight``)."""
         self.client.preflight()
 
+    def prompts(self, query: Query, contexts: Sequence[Context]) -> list[list[dict[str, str]]]:
+        """The messages of the request answering ``query`` (one request): for ragbench.plan."""
+        return [self.prompt.messages(query, contexts, dataset=self.dataset)]
+
     def answer(self, query: Query, contexts: Sequence[Context]) -> Answer:
         """The answer with ``[ref_N]`` markers moved into ``citations``; raises an LLMError subclass."""
         messages = self.prompt.messages(query, contexts, dataset=self.dataset)

@@ -53,6 +53,8 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
     """Metrics of one group of cases (overall, or one question type). ``keys`` are the score keys
     of the whole job, so a group whose every case failed still reports zeros, not nothing."""
     out: dict[str, float] = {}
+    skipped = sum(c.skipped for c in cases)  # not run (budget): left out of every figure, counted apart
+    cases = [c for c in cases if not c.skipped]
     ok = [c for c in cases if not c.failed]
     keys = sorted(set(keys or ()) | {k for c in cases for k in c.scores})
     for key in keys:
@@ -80,6 +82,7 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
     out["cases/successful"] = float(len(ok))
     out["cases/failed"] = float(len(cases) - len(ok))
     out["cases/failure_rate"] = (len(cases) - len(ok)) / len(cases) if cases else 0.0
+    out["cases/skipped"] = float(skipped)
     out["retrieval/queries_scored"] = float(sum("retrieval/mrr" in c.scores for c in cases))
     stages: dict[str, list[float]] = defaultdict(list)
     for c in ok:

@@ -137,6 +137,12 @@ class LLMJudge:
             return UNANSWERABLE_GOLD
         return " | ".join(a for a in query.answers if a.strip()) or "(no gold answer given)"
 
+    def prompts(self, query: Query, contexts: Sequence[Context], answer: Answer) -> list[list[dict[str, str]]]:
+        """The messages of every request judging ``answer`` (per metric, per repeat): for ragbench.plan."""
+        gold = self._gold(query)
+        return [self.rubrics.messages(self._rubric(m), question=query.text, gold=gold, answer=answer.text,
+                                      contexts=contexts) for m in self.metrics for _ in range(self.repeats)]
+
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
         """Scores of one answer. An LLM call that fails after its retries raises (the case then fails)."""
         return self.judge_notes(query, contexts, answer)[0]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ragbench.budget import LEDGER
 from ragbench.cache.mode import CacheMode
 from ragbench.errors import ConfigError, LLMError
 from ragbench.llm.breaker import EndpointBreaker
@@ -147,6 +148,7 @@ class LLMClient:
             key, lambda e: isinstance(e.get("text"), str) and (cache_if is None or cache_if(e["text"]))
         )
         if hit is not None:
+            LEDGER.record(self.role, usage_from_cache(hit))  # saved, not spent (ragbench.budget)
             return Completion(
                 text=hit["text"],
                 model=self.model,
@@ -162,6 +164,7 @@ class LLMClient:
             lambda lib, extra: self._reply(lib.completion(**kwargs, **extra), extra.get("api_key"))
         )
         usage = usage_of(response, model=self.model)
+        LEDGER.record(self.role, usage)
         if self.cache is not None and (cache_if is None or cache_if(text)):
             self.cache.put(key, {"text": text, "model": self.model, **usage_to_dict(usage)})
         return Completion(
@@ -185,6 +188,7 @@ class LLMClient:
             key, lambda e: isinstance(e.get("vectors"), list) and len(e["vectors"]) == len(inputs)
         )
         if hit is not None:
+            LEDGER.record(self.role, usage_from_cache(hit))
             return Embeddings(
                 vectors=tuple(tuple(v) for v in hit["vectors"]),
                 usage=usage_from_cache(hit),
@@ -197,6 +201,7 @@ class LLMClient:
         response, _ = self._call(lambda lib, extra: lib.embedding(**kwargs, **extra))
         vectors = _embedding_vectors(response, len(inputs), self._where())
         usage = usage_of(response, model=self.model, call_type="embedding")
+        LEDGER.record(self.role, usage)
         if self.cache is not None:
             self.cache.put(
                 key, {"vectors": [list(v) for v in vectors], "model": self.model, **usage_to_dict(usage)}
@@ -281,6 +286,7 @@ class LLMClient:
         with self._slots:
             if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
                 raise LLMCircuitOpenError(self.breaker.message)
+            LEDGER.admit()  # budget.max_calls / max_usd / max_minutes: nothing is sent past it
             try:
                 result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
             except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:

@@ -60,7 +60,7 @@ KEY_METRICS = {  # metric -> short column label for the terminal
     # the job's own top-k under one name: in a top-k sweep these columns differ, @5 would not
     "retrieval/hit_at_topk": "hit@k", "retrieval/recall_at_topk": "recall@k", "retrieval/mrr": "mrr",
     "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
-    "cases/failed": "failed",
+    "cases/failed": "failed", "cases/skipped": "skipped",
 }
 
 
@@ -111,6 +111,19 @@ def job_labels(run_names: dict[str, str]) -> dict[str, str]:
     for run_id, (num, items) in parsed.items():
         keep = [i for i in items if len(values[i.partition("=")[0]]) > 1 or shared_by[i] < len(parsed)]
         out[run_id] = " ".join([num, *keep]).strip() or num
+    return out
+
+
+ACCOUNTING = ("tokens/", "cost/", "saved/", "llm/")  # summed over the sweep's jobs on the parent run
+
+
+def sweep_accounting(children: list[Any]) -> dict[str, float]:
+    """Every job's LLM accounting totals (ragbench.budget.accounting_metrics) summed for the parent run."""
+    out: dict[str, float] = {}
+    for run in children:
+        for key, value in run.data.metrics.items():
+            if key.startswith(ACCOUNTING) and not key.endswith(("_mean", "cache_hits")):
+                out[key] = out.get(key, 0.0) + float(value)
     return out
 
 
@@ -178,6 +191,17 @@ class MlflowSweepCallback(Callback):
             finally:
                 self._run_id = None
 
+    @staticmethod
+    def _jobs(config: DictConfig) -> int:
+        """The number of jobs in the sweep's grid (from its command-line overrides)."""
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+        total = 1
+        for o in parsed:
+            total *= len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+        return total
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         redact.redact_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         if self._run_id is None:
@@ -193,6 +217,7 @@ class MlflowSweepCallback(Callback):
             row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id,
                                    "dataset": run.data.params.get("dataset.name", "")}
             row["params"] = {k: run.data.params.get(k) for k in differing}
+            row["baseline"] = run.data.tags.get("ragbench.baseline", "")  # retrieval=none | oracle
             for m in KEY_METRICS:
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
@@ -200,7 +225,7 @@ class MlflowSweepCallback(Callback):
         rows = rank_within_dataset(rows, self.sort_by)
         labels = job_labels({r["run_id"]: r["run"] for r in rows})
         for r in rows:
-            r["job"] = labels[r["run_id"]]
+            r["job"] = labels[r["run_id"]] + (f" [baseline: {r['baseline']}]" if r.get("baseline") else "")
         from ragbench.tracking.mlflow_tracker import dumps
 
         table = [{**{k: v for k, v in r.items() if k != "params"}, "params": dumps(r["params"])} for r in rows]
@@ -208,6 +233,7 @@ class MlflowSweepCallback(Callback):
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
+        self._tracker.log_metrics(self._run_id, sweep_accounting(children))
         shown = {"rank": "rank", "dataset": "dataset", "job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
         comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first within each dataset")
@@ -220,6 +246,13 @@ class MlflowSweepCallback(Callback):
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
+        from ragbench.budget import LEDGER
+
+        if LEDGER.stopped is not None:  # one line: the budget, not a list of "failed" jobs
+            log.error("sweep stopped by budget: %s; %d of %d jobs ran; fix: raise budget.* and rerun the same "
+                      "command (cached answers and verdicts are reused)", LEDGER.stopped, len(rows),
+                      max(self._jobs(config), len(rows)))
+            sys.exit(1)
         if failed:
             # Hydra turns callback exceptions into warnings; a sweep with failed jobs must exit non-zero
             # (CI smoke sweeps rely on it), so report and leave with status 1.

@@ -1,0 +1,36 @@
+"""The stage cache's keys, in one place: the pipeline builds entries under them and ``ragbench.plan``
+looks them up without running a stage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragbench.cache.entries import corpus_digest, library_versions, texts_digest
+from ragbench.cache.store import make_key
+from ragbench.types import Answer, Context, Document, Query
+
+
+def chunks_key(documents: Sequence[Document], chunker: Any) -> str:
+    return make_key({"stage": "chunks", "corpus": corpus_digest(documents), "chunker": dict(chunker.params())})
+
+
+def index_key(chunks: str, embedder_identity: str) -> str:
+    # library versions in the key: after `pip install -U numpy` the vectors are rebuilt, not refused
+    return make_key({"stage": "index", "chunks": chunks, "embedder": embedder_identity, "libraries": library_versions()})
+
+
+def retrieval_key(index_fp: str, query_texts: Sequence[str], depth: int) -> str:
+    return make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(list(query_texts)),
+                     "k": depth, "libraries": library_versions()})
+
+
+def answer_key(generator_identity: str, query: Query, contexts: Sequence[Context]) -> str:
+    return make_key({"stage": "answers", "generator": generator_identity, "qid": query.qid,
+                     "question": query.text, "type": query.question_type,
+                     "contexts": [[x.title, x.text] for x in contexts]})
+
+
+def verdict_key(judge_identity: str, answer_key: str, answer: Answer, query: Query) -> str:
+    return make_key({"stage": "verdicts", "judge": judge_identity, "answer": answer_key, "answer_text": answer.text,
+                     "gold": list(query.answers), "answerable": query.answerable})

@@ -1,0 +1,1 @@
+"""``plan=true``: what a sweep will cost, before it runs (ragbench.plan.cli)."""
