@@ -14,7 +14,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.errors import CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
-from ragbench.judge.retrieval import retrieval_scores
+from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
@@ -69,6 +69,8 @@ class CaseRunner:
                 latency["rerank"] = time.perf_counter() - t
             final = final[: max(ks)]
             scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
+            if emap.matched and getattr(c.dataset, "name", "") in DOC_RECALL_DATASETS:
+                scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()
             contexts = tuple(c.expander.expand(final[: c.topk], tree))
             latency["expand"] = time.perf_counter() - t

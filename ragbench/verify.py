@@ -25,12 +25,12 @@ from typing import Any
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.lexical import answer_scores
-from ragbench.judge.retrieval import metric_ks, scores_from_record
+from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, metric_ks, scores_from_record
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
 FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/")
-RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/refused", "answer/locomo_f1",
+RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/contains", "answer/refused", "answer/locomo_f1",
               "answer/citation_hit_rate")
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
 
@@ -77,6 +77,8 @@ def recompute_case(row: Mapping[str, Any]) -> dict[str, float]:
         out.update(scores_from_record(row["ranked_ids"], row["hit_units"], row["qrels"]["chunk"],
                                       row["qrels"]["unit"], metric_ks(int(row["topk"])),
                                       [t for t in ev["texts"] if t], row["topk_texts"]))
+        if row["dataset"] in DOC_RECALL_DATASETS:
+            out.update(doc_recall_scores(row["ranked_doc_ids"], row["doc_ids"], metric_ks(int(row["topk"]))))
     contexts = row["contexts"]
     if contexts or "context/tokens" in row:
         out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
