@@ -40,7 +40,11 @@ from ragbench.protocols import (
     Reranker,
     Retriever,
 )
+from ragbench.query.plan import plan_queries
+from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
+from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.trace import trace_counts
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
@@ -63,6 +67,12 @@ class Components:
     generator: Generator
     judges: Mapping[str, Judge]
     scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
+    query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
+    query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
+    trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
+
+    def __post_init__(self) -> None:
+        check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
 
 
 @dataclass(frozen=True)
@@ -195,7 +205,10 @@ class Pipeline:
         if (retriever_vectors or reranker_vectors) and c.embedder is None:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
         queries = list(evalset.queries)
-        qtexts = [q.text for q in queries]
+        plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
+                                                         workers=getattr(c.query, "max_concurrency", 1)))
+        qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
+        owners = plan.owners(queries)
         ks = metric_ks(c.topk)
         depth = max(max(ks), c.candidates if c.rerankers else 0)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
@@ -211,13 +224,17 @@ class Pipeline:
                 self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             else:  # sub-indexes are built per document on first use: their time counts as search
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, queries))
+            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, owners))
 
         search_s: list[float] = []  # per-query search latency (empty when served from the cache)
         retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
                                   "k": depth, "libraries": library_versions()})
-        hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
-                                        build=search, save=save_hits, load=lambda f, m: load_hits(f))
+        hits_flat, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
+                                         build=search, save=save_hits, load=lambda f, m: load_hits(f))
+        hits_all, votes_all = plan.fuse(hits_flat, depth)
+        starts = plan.starts
+        if search_s:  # a question's search latency: the sum over its variants
+            search_s = [sum(search_s[s: s + len(v)]) for s, v in zip(starts, plan.variants, strict=True)]
         if reranker_vectors and vectors is None:
             vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
@@ -229,8 +246,9 @@ class Pipeline:
 
         def one(i: int) -> CaseResult:
             return cases_runner.run(queries[i], hits_all[i], tree, emaps[queries[i].qid], ks,
-                              None if qvecs is None else qvecs[i], vectors, row_of,
-                              search_s[i] if search_s else None)
+                              None if qvecs is None else qvecs[starts[i]], vectors, row_of,
+                              search_s[i] if search_s else None, votes=votes_all[i],
+                              variants=plan.rankings(hits_flat, i) if c.trace else ())
 
         cases: list[CaseResult] = []
         workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))
@@ -249,6 +267,9 @@ class Pipeline:
         metrics["ingest/embedded_texts"] = float(self.embedded_texts)
         if scoped is not None:  # questions naming no document searched the whole corpus
             metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
+        metrics["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
+        metrics.update(trace_counts(cs.trace for cs in cases))
+        metrics["query/transform_failures"] = float(getattr(c.query, "failures", 0))
         metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
         counts = {
             "documents": len(evalset.documents),

@@ -129,6 +129,11 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) 
                 report.unchecked.append(f"case {row['qid']} {key}: recomputed but not logged")
         cases.append(case_result(row, {**scores, **{k: v for k, v in fresh.items() if k in scores}}))
     expected = aggregate(cases)
+    if rows:  # the views the job logs beside them: retrieval/<m>_at_topk (curves are checked by their points)
+        from ragbench.tracking.job_log import at_k_views
+
+        expected.update({k: v for k, v in at_k_views(expected, int(rows[0]["topk"]))[0].items()
+                         if k.startswith(FAMILIES)})
     if "retrieval/scope_corpus_fallbacks" in logged:
         expected["retrieval/scope_corpus_fallbacks"] = float(sum(not r["doc_ids"] for r in rows))
     names = {mlflow_name(k): k for k in expected}
@@ -143,6 +148,8 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) 
         report.check(f"run metric {key}", logged[name], value)
     for name in sorted(logged):
         inner = name.split("/", 2)[-1] if name.startswith("by_type/") else name
+        if name.endswith("_at_k_curve"):  # a series whose points are the retrieval/<m>_at_<k> checked above
+            continue
         if name.startswith(FAMILIES) and not inner.startswith(NOT_AGGREGATED) and name not in names:
             report.unchecked.append(f"run metric {name}: logged but not recomputable from the case record")
     return report

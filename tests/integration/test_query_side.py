@@ -1,0 +1,125 @@
+"""The query side on the bundled samples: query=rules|multi_query|hyde, reranker=frequency, reranker
+fallback and the per-stage trace, each a real job that ends FINISHED (LLM ones against the loopback
+server), with every logged metric recomputed by ragbench.verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragbench.verify import verify_rows
+from tests.fixtures.components import _bucket
+from tests.fixtures.jobs import run_job
+from tests.fixtures.llm_server import LLMServer, default_reply
+
+pytestmark = pytest.mark.slow
+SMALL = ["dataset.sample_size=8", "llm=extractive"]
+
+
+def reply(body: dict) -> str:
+    """Sub-queries for a multi-query prompt, a passage for a HyDE prompt, else the default reply."""
+    content = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    question = content.rsplit("Question:", 1)[-1].strip()
+    if "search queries" in content:
+        words = question.rstrip("?").split()
+        return f"1. {' '.join(words[1:])}\n2. {' '.join(words[-3:])}\n3. {question}"
+    if "hypothetical" in content or "Write a short passage" in content:
+        return f"A passage answering: {question}"
+    return default_reply(body)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer(responder=reply) as srv:
+        yield srv
+
+
+def llm_query(kind: str, server: LLMServer) -> list[str]:
+    return [f"query={kind}", f"query.transform.client.api_base={server.url}", "query.transform.client.api_key_env=null",
+            "query.transform.client.model=openai/fixture", "query.transform.client.num_retries=0"]
+
+
+def rows_of(client, run) -> list[dict]:
+    path = client.download_artifacts(run.info.run_id, "cases.jsonl")
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def finished(run, client) -> list[dict]:
+    assert run.info.status == "FINISHED", run.data.tags.get("ragbench.error")
+    rows = rows_of(client, run)
+    report = verify_rows(rows, run.data.metrics)
+    assert report.ok, report.mismatches + report.unchecked
+    return rows
+
+
+def test_rules_with_frequency_and_trace(tmp_path: Path) -> None:
+    run, client = run_job(["dataset=locomo", *SMALL, "query=rules", "reranker=frequency", "trace=true"], tmp_path)
+    rows = finished(run, client)
+    assert run.data.params["query.transform._target_"] == "ragbench.query.transforms.RuleExpansion"
+    assert run.data.metrics["rerank/fallbacks"] == 0
+    stages_seen = set()
+    for row in rows:
+        names = [st["stage"] for st in row["trace"]["stages"]]
+        stages_seen.update(names)
+        assert names[-4:] == ["retrieval", "rerank:FrequencyReranker", "topk", "expansion"]
+        # the trace's retrieval stage is the fused ranking the case started from; topk is what it kept
+        assert row["trace"]["stages"][-2]["ids"] == row["retrieved_ids"]
+    assert any(n.startswith("query:1") for n in stages_seen)  # the rule sub-queries were searched
+
+
+def test_multi_query_against_loopback_is_cached(tmp_path: Path, server: LLMServer) -> None:
+    server.reset()
+    run, client = run_job(["dataset=qasper", *SMALL, *llm_query("multi_query", server), "reranker=frequency",
+                           "trace=true"], tmp_path)
+    rows = finished(run, client)
+    assert server.count > 0 and run.data.metrics["query/transform_failures"] == 0
+    assert any(len([s for s in r["trace"]["stages"] if s["stage"].startswith("query:")]) == 4 for r in rows)
+    server.reset()
+    again, _ = run_job(["dataset=qasper", *SMALL, *llm_query("multi_query", server), "reranker=frequency"],
+                       tmp_path)
+    assert again.info.status == "FINISHED" and server.count == 0  # sub-queries served from the LLM cache
+
+
+def test_hyde_dense_finishes(tmp_path: Path, server: LLMServer) -> None:
+    run, client = run_job(["dataset=qasper", *SMALL, *llm_query("hyde", server), "retrieval=dense"], tmp_path)
+    finished(run, client)
+    assert server.count > 0
+
+
+def test_reranker_that_cannot_score_falls_back_and_is_counted(tmp_path: Path) -> None:
+    run, client = run_job(["dataset=locomo", *SMALL, "reranker=none", "reranker.candidates=10",
+                           "+reranker.rerankers.flaky._target_=tests.fixtures.components.FlakyReranker",
+                           "+reranker.rerankers.flaky.fail_every=3"], tmp_path)
+    rows = finished(run, client)
+    failing = [r for r in rows if _bucket(r["qid"], 3) == 0]
+    assert failing and run.data.metrics["rerank/fallbacks"] == len(failing)
+    for row in failing:  # recorded per case; the case still ran and was scored
+        assert row["status"] == "ok" and row["trace"]["rerank_fallback"][0]["reranker"] == "FlakyReranker"
+    assert all("trace" not in r for r in rows if _bucket(r["qid"], 3) != 0)  # trace off: nothing else
+
+
+def test_trace_locates_where_first_gold_was_lost_or_kept(tmp_path: Path) -> None:
+    run, client = run_job(["dataset=locomo", *SMALL, "retrieval=hybrid", "reranker=diversity",
+                           "reranker.rerankers.diversity.max_per_parent=1", "experiment=smoke"], tmp_path)
+    rows = finished(run, client)
+    matched = [r for r in rows if r["evidence"]["matched"]]
+    assert matched
+    outcome: dict[str, int] = {}
+    for row in matched:
+        stages = row["trace"]["stages"]
+        gold = set(row["qrels"]["chunk"])
+        first = next((s["stage"] for s in stages if set(s["ids"]) & gold), None)
+        assert row["trace"]["gold_entered"] == first
+        if first is None:
+            key = "trace/gold_never_retrieved"
+        else:  # the first later stage with no gold candidate (expansion: no context covers evidence)
+            after = stages[[s["stage"] for s in stages].index(first) + 1:]
+            lost = next((s["stage"] for s in after if not (s["gold"] if s["stage"] == "expansion"
+                                                               else set(s["ids"]) & gold)), None)
+            assert row["trace"]["gold_lost"] == lost
+            key = "trace/gold_kept" if lost is None else f"trace/gold_lost_at/{lost.split(':')[0]}"
+        outcome[key] = outcome.get(key, 0) + 1
+    for key, n in outcome.items():
+        assert run.data.metrics[key] == n
