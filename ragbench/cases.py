@@ -47,7 +47,7 @@ class CaseRunner:
         row_of: Mapping[str, int],
         search_s: float | None,
         votes: Mapping[str, int] | None = None,
-        variants: Sequence[Sequence[Hit]] = (),
+        stages: Sequence[tuple[str, Sequence[Hit]]] = (),
     ) -> CaseResult:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
@@ -63,15 +63,14 @@ class CaseRunner:
         final = hits
         gold = relevant_searchable(tree, emap) if (c.trace and emap.matched) else {}
         trace: dict[str, Any] = {}
-        if c.trace:  # each variant's ranking when a query transform searched several, then the retrieval
-            steps = [stage(f"query:{j}", r, gold) for j, r in enumerate(variants)] if len(variants) > 1 else []
-            trace["stages"] = [*steps, stage("retrieval", hits, gold)]
+        if c.trace:  # child retrievers' and variants' rankings (ragbench.trace.branch_stages), then retrieval
+            trace["stages"] = [*(stage(name, r, gold) for name, r in stages), stage("retrieval", hits, gold)]
         try:
             t = time.perf_counter()
             for reranker in c.rerankers:
                 chunk_vecs = None
                 if reranker.needs_vectors and vectors is not None:
-                    chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final}
+                    chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final if h.chunk_id in row_of}
                 extra = {"votes": votes or {}} if getattr(reranker, "needs_votes", False) else {}
                 final = rerank_or_keep(reranker, query, final, trace, tree=tree, k=len(final),
                                        query_vector=qvec, chunk_vectors=chunk_vecs, **extra)

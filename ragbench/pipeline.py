@@ -44,7 +44,7 @@ from ragbench.query.plan import plan_queries
 from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
 from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.scope import DocumentScope, check_scope
-from ragbench.trace import trace_counts
+from ragbench.trace import branch_stages, child_rankings, trace_counts
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
@@ -232,6 +232,15 @@ class Pipeline:
         hits_flat, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
                                          build=search, save=save_hits, load=lambda f, m: load_hits(f))
         hits_all, votes_all = plan.fuse(hits_flat, depth)
+        children: list[list[Any]] = []
+        if c.trace and getattr(c.retriever, "children", None):  # each child's ranking: rebuilt (small runs)
+            if retriever_vectors and (vectors is None or qvecs is None):
+                vectors, qvecs = self._vectors(chunks_key, tree, ids, texts), self._query_vectors(qtexts)
+            if scoped is None:
+                c.retriever.build(ids=ids, texts=texts, vectors=vectors)
+            else:
+                scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
+            children = child_rankings(c.retriever, scoped, qtexts, qvecs, owners, depth)
         starts = plan.starts
         if search_s:  # a question's search latency: the sum over its variants
             search_s = [sum(search_s[s: s + len(v)]) for s, v in zip(starts, plan.variants, strict=True)]
@@ -248,7 +257,9 @@ class Pipeline:
             return cases_runner.run(queries[i], hits_all[i], tree, emaps[queries[i].qid], ks,
                               None if qvecs is None else qvecs[starts[i]], vectors, row_of,
                               search_s[i] if search_s else None, votes=votes_all[i],
-                              variants=plan.rankings(hits_flat, i) if c.trace else ())
+                              stages=branch_stages(plan.rankings(hits_flat, i),
+                                                   children[starts[i]: starts[i] + len(plan.variants[i])])
+                              if c.trace else ())
 
         cases: list[CaseResult] = []
         workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))

@@ -30,6 +30,11 @@ def reply(body: dict) -> str:
     return default_reply(body)
 
 
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "none")  # the loopback server needs no key; litellm wants one
+
+
 @pytest.fixture(scope="module")
 def server():
     with LLMServer(responder=reply) as srv:
@@ -37,7 +42,7 @@ def server():
 
 
 def llm_query(kind: str, server: LLMServer) -> list[str]:
-    return [f"query={kind}", f"query.transform.client.api_base={server.url}", "query.transform.client.api_key_env=null",
+    return [f"query={kind}", f"query.transform.client.api_base={server.url}",
             "query.transform.client.model=openai/fixture", "query.transform.client.num_retries=0"]
 
 

@@ -21,7 +21,7 @@ from ragbench.rerank.frequency import FrequencyReranker
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
-from ragbench.trace import gold_path, stage, trace_counts
+from ragbench.trace import branch_stages, gold_path, stage, trace_counts
 from ragbench.types import Hit, Query
 
 
@@ -142,3 +142,14 @@ def test_trace_gold_path_hand_worked() -> None:
     traces = [gold_path(stages), gold_path(kept), {"gold_entered": None, "gold_lost": None}, {}]
     assert trace_counts(traces) == {"trace/gold_lost_at/rerank": 1.0, "trace/gold_kept": 1.0,
                                     "trace/gold_never_retrieved": 1.0}
+
+
+def test_branch_stages_name_children_and_variants() -> None:
+    one = branch_stages([hits("a")], [[("FaissRetriever", hits("a")), ("BM25Retriever", hits("b"))]])
+    assert [n for n, _ in one] == ["child:FaissRetriever", "child:BM25Retriever"]
+    two = branch_stages([hits("a"), hits("b")], [[("FaissRetriever", hits("a"))], [("FaissRetriever", hits("b"))]])
+    assert [n for n, _ in two] == ["child:FaissRetriever@query:0", "query:0", "child:FaissRetriever@query:1", "query:1"]
+    # a child ranking holding gold that fusion then drops: entered at the child, lost at retrieval
+    gold = {"g"}
+    stages = [stage("child:BM25Retriever", hits("g"), gold), stage("retrieval", hits("a"), gold)]
+    assert gold_path(stages) == {"gold_entered": "child:BM25Retriever", "gold_lost": "retrieval"}
