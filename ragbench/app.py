@@ -21,6 +21,7 @@ from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.query.options import query_options
 from ragbench.retrieval.scope import check_scope
+from ragbench.tracking.environment import embedder_dim_tag, environment_tags
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.owner import OWNER_TAG, owner_gone
@@ -205,14 +206,15 @@ def run(cfg: DictConfig) -> float | None:
         tracker.set_tags(run_id, {
             "ragbench.generator": components.generator.identity,
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-            **_component_tags(components),
+            **_component_tags(components), **environment_tags(),
         })
         tracker.log_params(run_id, _component_params(components))
         preflight(components)  # a component that cannot load fails the job here, once, not every case
         result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
                 topk=components.topk,
-                extra_tags={f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()})
+                extra_tags={**{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
+                            **embedder_dim_tag(dict(result.counts))})
         scored = True
         job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=run_id)

@@ -289,6 +289,7 @@ class Pipeline:
             "queries": len(queries),
             "failed_cases": sum(cs.failed for cs in cases),
             "embedded_texts": self.embedded_texts,
+            **({"embedding_dim": int(vectors.shape[1])} if vectors is not None else {}),
         }
         fingerprints = {"dataset_sha256": evalset.fingerprint, "index_sha256": index_fp}
         return JobResult(

@@ -29,7 +29,7 @@ from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, met
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
-FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/")
+FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/")
 RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/contains", "answer/refused", "answer/locomo_f1",
               "answer/citation_hit_rate")
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
@@ -138,7 +138,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) 
         expected["retrieval/scope_corpus_fallbacks"] = float(sum(not r["doc_ids"] for r in rows))
     names = {mlflow_name(k): k for k in expected}
     for key, value in sorted(expected.items()):
-        inner = key.split("/", 2)[-1] if key.startswith("by_type/") else key
+        inner = key.split("/", 2)[-1] if key.startswith(("by_type/", "by_difficulty/")) else key
         if inner.startswith(NOT_AGGREGATED):
             continue
         name = mlflow_name(key)
@@ -147,7 +147,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float]) 
             continue
         report.check(f"run metric {key}", logged[name], value)
     for name in sorted(logged):
-        inner = name.split("/", 2)[-1] if name.startswith("by_type/") else name
+        inner = name.split("/", 2)[-1] if name.startswith(("by_type/", "by_difficulty/")) else name
         if name.endswith("_at_k_curve"):  # a series whose points are the retrieval/<m>_at_<k> checked above
             continue
         if name.startswith(FAMILIES) and not inner.startswith(NOT_AGGREGATED) and name not in names:

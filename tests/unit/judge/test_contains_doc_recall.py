@@ -33,3 +33,18 @@ def test_doc_recall_by_source_article() -> None:
     assert out == {"retrieval/doc_recall_at_1": 0.0, "retrieval/doc_recall_at_3": 0.5,
                    "retrieval/doc_recall_at_5": 1.0}
     assert doc_recall_scores(ranked_docs, [], [1]) == {}
+
+
+def test_difficulty_breakdown_beside_type() -> None:
+    from ragbench.judge.aggregate import aggregate
+    from ragbench.types import CaseResult, Query
+
+    def case(qid: str, diff: str | None, f1: float) -> CaseResult:
+        meta = {"difficulty": diff} if diff else {}
+        return CaseResult(query=Query(qid=qid, text="?", answers=("a",), question_type="fact", meta=meta),
+                          hits=(), contexts=(), answer=None, scores={"answer/f1": f1})
+
+    out = aggregate([case("1", "easy", 1.0), case("2", "easy", 0.5), case("3", "Hard", 0.0), case("4", None, 1.0)])
+    assert out["by_difficulty/easy/answer/f1"] == 0.75 and out["by_difficulty/hard/answer/f1"] == 0.0
+    assert out["by_difficulty/easy/cases/total"] == 2 and out["by_type/fact/cases/total"] == 4
+    assert not any(k.startswith("by_difficulty/") for k in aggregate([case("5", None, 1.0)]))
