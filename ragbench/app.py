@@ -21,6 +21,7 @@ from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.query.options import query_options
 from ragbench.retrieval.scope import check_scope
+from ragbench.routing import routing_tag
 from ragbench.tracking.environment import embedder_dim_tag, environment_tags
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
@@ -206,7 +207,7 @@ def run(cfg: DictConfig) -> float | None:
         tracker.set_tags(run_id, {
             "ragbench.generator": components.generator.identity,
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-            **_component_tags(components), **environment_tags(),
+            **_component_tags(components), **environment_tags(), **routing_tag(components.routes),
         })
         tracker.log_params(run_id, _component_params(components))
         preflight(components)  # a component that cannot load fails the job here, once, not every case

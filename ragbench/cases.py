@@ -18,6 +18,7 @@ from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, ret
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
 from ragbench.rerank.fallback import rerank_or_keep
+from ragbench.routing import route_for
 from ragbench.trace import expansion_stage, gold_path, stage
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query
 
@@ -78,14 +79,15 @@ class CaseRunner:
                     trace["stages"].append(stage(f"rerank:{type(reranker).__name__}", final, gold))
             if c.rerankers:
                 latency["rerank"] = time.perf_counter() - t
-            final = final[: max(ks)]
+            expander, topk = route_for(c.routes, query, c.expander, c.topk)  # routing.by_type, else the job's
+            final = final[: max(max(ks), topk)]
             if c.trace:
-                trace["stages"].append(stage("topk", final[: c.topk], gold))
-            scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
+                trace["stages"].append(stage("topk", final[:topk], gold))
+            scores.update(retrieval_scores(tree, emap, final[: max(ks)], ks, c.topk))
             if emap.matched and getattr(c.dataset, "name", "") in DOC_RECALL_DATASETS:
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()
-            contexts = tuple(c.expander.expand(final[: c.topk], tree))
+            contexts = tuple(expander.expand(final[:topk], tree))
             latency["expand"] = time.perf_counter() - t
             if c.trace:
                 trace["stages"].append(expansion_stage(tree, emap, contexts))

@@ -44,6 +44,7 @@ from ragbench.query.plan import plan_queries
 from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
 from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.routing import Route, max_topk
 from ragbench.trace import branch_stages, child_rankings, trace_counts
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
@@ -70,6 +71,7 @@ class Components:
     query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
     query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
     trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
+    routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
 
     def __post_init__(self) -> None:
         check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
@@ -210,7 +212,7 @@ class Pipeline:
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
         owners = plan.owners(queries)
         ks = metric_ks(c.topk)
-        depth = max(max(ks), c.candidates if c.rerankers else 0)
+        depth = max(max(ks), c.candidates if c.rerankers else 0, max_topk(c.routes))
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
         index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
         vectors = qvecs = None

@@ -1,13 +1,15 @@
-"""The query side's Components fields from the config: ``query.transform``, ``query.k_rrf``, ``trace``."""
+"""The query side's Components fields from the config: ``query.transform``, ``query.k_rrf``, ``trace``,
+``routing``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ragbench.query.transforms import NoQueryTransform
+from ragbench.routing import parse_routes
 
 
 def query_options(cfg: DictConfig, instantiate: Callable[[Any], Any]) -> dict[str, Any]:
@@ -15,4 +17,6 @@ def query_options(cfg: DictConfig, instantiate: Callable[[Any], Any]) -> dict[st
     node = cfg.get("query")
     transform = instantiate(node.transform) if node is not None and node.get("transform") else NoQueryTransform()
     k_rrf = float(node.get("k_rrf", 60)) if node is not None else 60.0
-    return {"query": transform, "query_k_rrf": k_rrf, "trace": bool(cfg.get("trace", False))}
+    routing = cfg.get("routing")
+    routes = parse_routes(OmegaConf.to_container(routing, resolve=True) if routing is not None else None)
+    return {"query": transform, "query_k_rrf": k_rrf, "trace": bool(cfg.get("trace", False)), "routes": routes}
