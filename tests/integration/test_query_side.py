@@ -128,3 +128,16 @@ def test_trace_locates_where_first_gold_was_lost_or_kept(tmp_path: Path) -> None
         outcome[key] = outcome.get(key, 0) + 1
     for key, n in outcome.items():
         assert run.data.metrics[key] == n
+
+
+def test_routing_by_gold_type(tmp_path: Path) -> None:
+    run, client = run_job(["dataset=locomo", *SMALL, "retrieval.topk=2", "+routing.by_type.temporal.topk=5",
+                           "+routing.by_type.temporal.parent_depth=0"], tmp_path)
+    rows = finished(run, client)
+    assert run.data.tags["ragbench.routing"].startswith("by gold question type")
+    temporal = [r for r in rows if r["question_type"] == "temporal"]
+    other = [r for r in rows if r["question_type"] != "temporal"]
+    assert temporal and other
+    assert any(len(r["contexts"]) > 2 for r in temporal) and all(len(r["contexts"]) <= 2 for r in other)
+    # parent_depth=0 for temporal: its contexts are the hit sentences themselves
+    assert all(c["chunk_id"] in r["ranked_ids"] for r in temporal for c in r["contexts"])
