@@ -281,6 +281,9 @@ class Pipeline:
         if scoped is not None:  # questions naming no document searched the whole corpus
             metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
         metrics["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
+        if metrics["rerank/fallbacks"]:
+            log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
+                        int(metrics["rerank/fallbacks"]), len(cases))
         metrics.update(trace_counts(cs.trace for cs in cases))
         metrics["query/transform_failures"] = float(getattr(c.query, "failures", 0))
         metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
