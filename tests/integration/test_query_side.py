@@ -147,3 +147,16 @@ def test_routing_by_gold_type(tmp_path: Path) -> None:
     assert any(len(r["contexts"]) > 2 for r in temporal) and all(len(r["contexts"]) <= 2 for r in other)
     # parent_depth=0 for temporal: its contexts are the hit sentences themselves
     assert all(c["chunk_id"] in r["ranked_ids"] for r in temporal for c in r["contexts"])
+
+
+def test_easyrag_two_stage_preset_aggregates_to_paragraphs(tmp_path: Path) -> None:
+    run, client = run_job(["dataset=qasper", *SMALL, "experiment=easyrag_two_stage",
+                           "~reranker.rerankers.cross_encoder", "trace=true"], tmp_path)  # no CE weights offline
+    rows = finished(run, client)
+    for row in rows:
+        names = [s["stage"] for s in row["trace"]["stages"]]
+        assert names[-4:] == ["rerank:ParagraphAggregator", "rerank:MMRReranker", "topk", "expansion"]
+        agg = row["trace"]["stages"][names.index("rerank:ParagraphAggregator")]
+        # sentence ids end in .t<n> (paper#s0.p0.t1): after aggregation only paragraphs (paper#s0.p0) remain
+        assert agg["ids"] and all(i.rsplit("#", 1)[1].split(".")[-1].startswith("p") for i in agg["ids"])
+        assert len(agg["ids"]) <= 30
