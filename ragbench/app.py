@@ -21,9 +21,12 @@ from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.plan.rates import record_rates
+from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.scope import check_scope
+from ragbench.routing import routing_tag
 from ragbench.stages import builds_llm
+from ragbench.tracking.environment import embedder_dim_tag, environment_tags
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.owner import OWNER_TAG, owner_gone
@@ -65,6 +68,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         generator=_instantiate(cfg.llm) if llm else None,
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
+        **query_options(cfg, _instantiate),
     )
     return components, _instantiate(cfg.cache)
 
@@ -213,7 +217,7 @@ def run(cfg: DictConfig) -> float | None:
             "ragbench.generator": components.generator.identity if components.generator else "none",
             "ragbench.stages": str(cfg.get("stages", "all")),
             "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-            **_component_tags(components),
+            **_component_tags(components), **environment_tags(), **routing_tag(components.routes),
         })
         tracker.log_params(run_id, _component_params(components))
         LEDGER.start_job(budget)
@@ -228,7 +232,8 @@ def run(cfg: DictConfig) -> float | None:
             tracker.set_tags(run_id, {"ragbench.baseline": str(baseline_of(components.retriever))})
         log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
                 topk=components.topk,
-                extra_tags={f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()})
+                extra_tags={**{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
+                            **embedder_dim_tag(dict(result.counts))})
         scored = True
         job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=run_id)

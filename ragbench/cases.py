@@ -14,12 +14,15 @@ from ragbench.cache import keys
 from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
 from ragbench.cache.store import StageCache
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
-from ragbench.evidence import EvidenceMap, context_has_evidence
+from ragbench.evidence import EvidenceMap, context_has_evidence, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
-from ragbench.judge.retrieval import retrieval_scores
+from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge
+from ragbench.rerank.fallback import rerank_or_keep
 from ragbench.retrieval.baselines import baseline_of
+from ragbench.routing import route_for
+from ragbench.trace import expansion_stage, gold_path, stage
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query, Usage
 
 if TYPE_CHECKING:
@@ -47,6 +50,8 @@ class CaseRunner:
         vectors: np.ndarray | None,
         row_of: Mapping[str, int],
         search_s: float | None,
+        votes: Mapping[str, int] | None = None,
+        stages: Sequence[tuple[str, Sequence[Hit]]] = (),
     ) -> CaseResult:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
@@ -60,22 +65,37 @@ class CaseRunner:
         answer: Answer | None = None
         judge_notes: dict[str, Any] = {}  # per judge: rubric and reasoning per metric, for the case record
         final = hits
+        gold = relevant_searchable(tree, emap) if (c.trace and emap.matched) else {}
+        trace: dict[str, Any] = {}
+        if c.trace:  # child retrievers' and variants' rankings (ragbench.trace.branch_stages), then retrieval
+            trace["stages"] = [*(stage(name, r, gold) for name, r in stages), stage("retrieval", hits, gold)]
         try:
             t = time.perf_counter()
             for reranker in c.rerankers:
                 chunk_vecs = None
                 if reranker.needs_vectors and vectors is not None:
-                    chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final}
-                final = reranker.rerank(query, final, tree=tree, k=len(final),
-                                        query_vector=qvec, chunk_vectors=chunk_vecs)
+                    chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final if h.chunk_id in row_of}
+                extra = {"votes": votes or {}} if getattr(reranker, "needs_votes", False) else {}
+                final = rerank_or_keep(reranker, query, final, trace, tree=tree, k=len(final),
+                                       query_vector=qvec, chunk_vectors=chunk_vecs, **extra)
+                if c.trace:
+                    trace["stages"].append(stage(f"rerank:{type(reranker).__name__}", final, gold))
             if c.rerankers:
                 latency["rerank"] = time.perf_counter() - t
             oracle = baseline_of(c.retriever) == "oracle"  # every gold unit is a context, whatever top-k
-            final = final if oracle else final[: max(ks)]
-            scores.update(retrieval_scores(tree, emap, final, ks, c.topk))
+            expander, topk = route_for(c.routes, query, c.expander, c.topk)  # routing.by_type, else the job's
+            final = final if oracle else final[: max(max(ks), topk)]
+            if c.trace:
+                trace["stages"].append(stage("topk", final[:topk], gold))
+            scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk))
+            if emap.matched and getattr(c.dataset, "name", "") in DOC_RECALL_DATASETS:
+                scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()
-            contexts = tuple(c.expander.expand(final if oracle else final[: c.topk], tree))
+            contexts = tuple(expander.expand(final if oracle else final[:topk], tree))
             latency["expand"] = time.perf_counter() - t
+            if c.trace:
+                trace["stages"].append(expansion_stage(tree, emap, contexts))
+                trace.update(gold_path(trace["stages"]) if emap.matched else {})
             scores.update(context_scores([x.text for x in contexts], [context_refs(tree, x) for x in contexts],
                                          emap.texts, openviking_evidence(query), bool(emap.matched)))
             if c.generator is None:  # stages=retrieval: retrieval and context metrics only
@@ -115,10 +135,10 @@ class CaseRunner:
             return CaseResult(
                 query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
                 status="failed", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency,
-                judge_notes=judge_notes,
+                judge_notes=judge_notes, trace=trace,
             )
         return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=answer, scores=scores,
-                          latency=latency, judge_notes=judge_notes)
+                          latency=latency, judge_notes=judge_notes, trace=trace)
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
                 answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:

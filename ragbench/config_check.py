@@ -27,7 +27,7 @@ from ragbench.errors import ConfigError
 from ragbench.validate import number
 
 CONF = Path(__file__).resolve().parent / "conf"
-COMPONENT_GROUPS = ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge")
+COMPONENT_GROUPS = ("dataset", "chunker", "embedder", "retrieval", "query", "reranker", "expander", "llm", "judge")
 
 
 class Rule(NamedTuple):
@@ -53,7 +53,8 @@ NUMBERS: dict[str, Rule] = {
     "temperature": Rule(lo=0, hi=2), "max_tokens": _INT1, "timeout": _POSITIVE,
     "num_retries": Rule(lo=0, hi=100, integer=True), "backoff_s": Rule(lo=0, hi=3600),
     "max_concurrency": _INT1, "repeats": _INT1, "pass_threshold": Rule(lo=0, hi=4), "min_overlap": Rule(lo=0, hi=1),
-    "num_docs": _INT1_OR_NULL, "sample_size": _INT1_OR_NULL, "max_queries": _INT1_OR_NULL, "seed": Rule(lo=0, integer=True),
+    "query.transform.n": _INT1, "num_docs": _INT1_OR_NULL, "sample_size": _INT1_OR_NULL, "max_queries": _INT1_OR_NULL,
+    "seed": Rule(lo=0, integer=True),
 }
 
 

@@ -38,7 +38,7 @@ def preflight(components: Components) -> None:
     """Loads or contacts, once and before any case, every component the case loop calls: cross-encoder
     weights, the generator and judges (one tiny request to a remote model), an API embedder."""
     c = components
-    parts: list[Any] = [*c.rerankers, c.generator, *c.judges.values()]
+    parts: list[Any] = [getattr(c, "query", None), *c.rerankers, c.generator, *c.judges.values()]  # query: LLM transforms
     if c.embedder is not None and (c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)):
         parts.insert(0, c.embedder)
     for part in parts:

@@ -42,8 +42,13 @@ from ragbench.protocols import (
     Reranker,
     Retriever,
 )
+from ragbench.query.plan import plan_queries
+from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
+from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.routing import Route, max_topk
+from ragbench.trace import branch_stages, child_rankings, trace_counts
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
@@ -66,6 +71,13 @@ class Components:
     generator: Generator | None  # None under stages=retrieval (ragbench.stages)
     judges: Mapping[str, Judge]
     scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
+    query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
+    query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
+    trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
+    routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
+
+    def __post_init__(self) -> None:
+        check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
 
 
 @dataclass(frozen=True)
@@ -202,7 +214,10 @@ class Pipeline:
         if (retriever_vectors or reranker_vectors) and c.embedder is None:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
         queries = list(evalset.queries)
-        qtexts = [q.text for q in queries]
+        plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
+                                                         workers=getattr(c.query, "max_concurrency", 1)))
+        qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
+        owners = plan.owners(queries)
         ks = metric_ks(c.topk)
         depth = search_depth(c)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
@@ -218,14 +233,27 @@ class Pipeline:
                 self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             else:  # sub-indexes are built per document on first use: their time counts as search
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, queries))
+            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, owners))
 
         search_s: list[float] = []  # per-query search latency (empty when served from the cache)
         retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
         baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
-        hits_all: list[list[Hit]] = [[] for _ in queries] if baseline else self.cache.folder(
+        hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else self.cache.folder(
             "retrieval", retrieval_key, {"index": index_fp, "k": depth},
             build=search, save=save_hits, load=lambda f, m: load_hits(f))[0]
+        hits_all, votes_all = plan.fuse(hits_flat, depth)
+        children: list[list[Any]] = []
+        if c.trace and getattr(c.retriever, "children", None):  # each child's ranking: rebuilt (small runs)
+            if retriever_vectors and (vectors is None or qvecs is None):
+                vectors, qvecs = self._vectors(chunks_key, tree, ids, texts), self._query_vectors(qtexts)
+            if scoped is None:
+                c.retriever.build(ids=ids, texts=texts, vectors=vectors)
+            else:
+                scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
+            children = child_rankings(c.retriever, scoped, qtexts, qvecs, owners, depth)
+        starts = plan.starts
+        if search_s:  # a question's search latency: the sum over its variants
+            search_s = [sum(search_s[s: s + len(v)]) for s, v in zip(starts, plan.variants, strict=True)]
         if reranker_vectors and vectors is None:
             vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
@@ -240,8 +268,11 @@ class Pipeline:
 
         def one(i: int) -> CaseResult:
             return cases_runner.run(queries[i], hits_all[i], tree, emaps[queries[i].qid], ks,
-                              None if qvecs is None else qvecs[i], vectors, row_of,
-                              search_s[i] if search_s else None)
+                              None if qvecs is None else qvecs[starts[i]], vectors, row_of,
+                              search_s[i] if search_s else None, votes=votes_all[i],
+                              stages=branch_stages(plan.rankings(hits_flat, i),
+                                                   children[starts[i]: starts[i] + len(plan.variants[i])])
+                              if c.trace else ())
 
         cases: list[CaseResult] = []
         workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))
@@ -261,6 +292,12 @@ class Pipeline:
         metrics["ingest/embedded_texts"] = float(self.embedded_texts)
         if scoped is not None:  # questions naming no document searched the whole corpus
             metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
+        metrics["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
+        if metrics["rerank/fallbacks"]:
+            log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
+                        int(metrics["rerank/fallbacks"]), len(cases))
+        metrics.update(trace_counts(cs.trace for cs in cases))
+        metrics["query/transform_failures"] = float(getattr(c.query, "failures", 0))
         metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
         counts = {
             "documents": len(evalset.documents),
@@ -269,6 +306,7 @@ class Pipeline:
             "queries": len(queries),
             "failed_cases": sum(cs.failed for cs in cases),
             "embedded_texts": self.embedded_texts,
+            **({"embedding_dim": int(vectors.shape[1])} if vectors is not None else {}),
         }
         fingerprints = {"dataset_sha256": evalset.fingerprint, "index_sha256": index_fp}
         return JobResult(
@@ -285,8 +323,9 @@ def searched_tree(tree: ChunkTree, embedder: Embedder | None) -> ChunkTree:
 
 
 def search_depth(c: Components) -> int:
-    """How many hits each query's search returns (the largest metric k, or the rerankers' candidates)."""
-    return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0)
+    """How many hits each query's search returns (the largest metric k, the rerankers' candidates, or the
+    largest routed top-k)."""
+    return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0, max_topk(c.routes))
 
 
 def _distinct(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:

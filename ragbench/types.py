@@ -236,6 +236,8 @@ class CaseResult:
     error: str | None = None
     latency: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
     judge_notes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # per judge: rubric, reasoning
+    # per-stage candidates (trace=true) and rerankers that could not score and kept the order they got
+    trace: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     @property
     def failed(self) -> bool:

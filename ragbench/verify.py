@@ -25,12 +25,12 @@ from typing import Any
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.lexical import answer_scores
-from ragbench.judge.retrieval import metric_ks, scores_from_record
+from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, metric_ks, scores_from_record
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
-FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "headline/")
-RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/refused", "answer/locomo_f1",
+FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/", "headline/")
+RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/contains", "answer/refused", "answer/locomo_f1",
               "answer/citation_hit_rate")
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
 
@@ -77,6 +77,8 @@ def recompute_case(row: Mapping[str, Any]) -> dict[str, float]:
         out.update(scores_from_record(row["ranked_ids"], row["hit_units"], row["qrels"]["chunk"],
                                       row["qrels"]["unit"], metric_ks(int(row["topk"])),
                                       [t for t in ev["texts"] if t], row["topk_texts"]))
+        if row["dataset"] in DOC_RECALL_DATASETS:
+            out.update(doc_recall_scores(row["ranked_doc_ids"], row["doc_ids"], metric_ks(int(row["topk"]))))
     contexts = row["contexts"]
     if contexts or "context/tokens" in row:
         out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
@@ -130,6 +132,8 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
                 report.unchecked.append(f"case {row['qid']} {key}: recomputed but not logged")
         cases.append(case_result(row, {**scores, **{k: v for k, v in fresh.items() if k in scores}}))
     expected = aggregate(cases)
+    if topk is None and rows and rows[0].get("topk") is not None:
+        topk = int(rows[0]["topk"])
     if "retrieval/scope_corpus_fallbacks" in logged:
         expected["retrieval/scope_corpus_fallbacks"] = float(sum(not r["doc_ids"] for r in rows))
     if topk is not None:
@@ -139,7 +143,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
         expected.update({name: series[max(series)] for name, series in curves.items()})
     names = {mlflow_name(k): k for k in expected}
     for key, value in sorted(expected.items()):
-        inner = key.split("/", 2)[-1] if key.startswith("by_type/") else key
+        inner = key.split("/", 2)[-1] if key.startswith(("by_type/", "by_difficulty/")) else key
         if inner.startswith(NOT_AGGREGATED):
             continue
         name = mlflow_name(key)
@@ -148,7 +152,9 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
             continue
         report.check(f"run metric {key}", logged[name], value)
     for name in sorted(logged):
-        inner = name.split("/", 2)[-1] if name.startswith("by_type/") else name
+        inner = name.split("/", 2)[-1] if name.startswith(("by_type/", "by_difficulty/")) else name
+        if name.endswith("_at_k_curve"):  # a series whose points are the retrieval/<m>_at_<k> checked above
+            continue
         if name.startswith(FAMILIES) and not inner.startswith(NOT_AGGREGATED) and name not in names:
             report.unchecked.append(f"run metric {name}: logged but not recomputable from the case record")
     return report

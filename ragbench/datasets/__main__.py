@@ -132,6 +132,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return inspect_file(Path(args.file), docs=args.docs, examples=args.examples)
 
 
+def cmd_preview(args: argparse.Namespace) -> int:
+    """``preview dataset=NAME ... --max-depth D --limit N [--json]``: see ragbench/datasets/preview.py."""
+    from ragbench.datasets.preview import preview, render
+
+    print(render(preview(args.overrides, max_depth=args.max_depth, limit=args.limit), as_json=args.json))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m ragbench.datasets", description=__doc__)
@@ -158,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", help="the documents folder (default: the one recorded in the file)")
     p.add_argument("-n", "--examples", type=int, default=3)
     p.set_defaults(func=cmd_inspect)
+    p = sub.add_parser("preview", help="the chunk tree a job would index: dataset=NAME [chunker.*=...]")
+    p.add_argument("overrides", nargs="*", help="job overrides, e.g. dataset=locomo chunker.search_level=paragraph")
+    p.add_argument("--max-depth", type=int, default=2, help="levels below the document (2: to paragraphs)")
+    p.add_argument("--limit", type=int, default=3, help="documents shown")
+    p.add_argument("--json", action="store_true", help="JSON instead of an outline")
+    p.set_defaults(func=cmd_preview)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -25,12 +25,22 @@ def article_id(url: str, title: str) -> str:
     return "mh-" + hashlib.sha256((url or title).encode("utf-8")).hexdigest()[:12]
 
 
+HEADER_FIELDS = (("Title", "title"), ("Source", "source"), ("Published at", "published_at"), ("URL", "url"))
+
+
+def article_header(art: dict) -> str:
+    """The lines the reference adapter writes before each body: Title, Source, Published at, URL (the
+    temporal and comparison questions name sources and dates, so they must be searchable)."""
+    return "\n".join(f"{label}: {art[key]}" for label, key in HEADER_FIELDS if art.get(key))
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
 class MultiHopRAGAdapter(BaseAdapter):
-    """Reads ``corpus.json`` (one document per article: title + body paragraphs) and
+    """Reads ``corpus.json`` (one document per article: a header paragraph of Title, Source, Published at
+    and URL, then the body paragraphs) and
     ``MultiHopRAG.json`` (question types as published; ``null_query`` is unanswerable).
 
     Evidence items are matched to articles by URL, then by title; their ``fact`` sentences are text
@@ -72,9 +82,9 @@ class MultiHopRAGAdapter(BaseAdapter):
                 stats["articles_duplicate"] += 1
                 continue
             paragraphs = tuple(Paragraph(text=p.strip()) for p in re.split(r"\n+", body) if p.strip())
-            if not paragraphs:  # keep the article (evidence may name it) with its title as its text
+            if not paragraphs:  # keep the article (evidence may name it); its header is its text
                 stats["articles_empty_body"] += 1
-                paragraphs = (Paragraph(text=title),)
+            paragraphs = (Paragraph(text=article_header(art)), *paragraphs)
             if url:
                 by_url[url] = doc_id
             by_title.setdefault(_norm(title), doc_id)

@@ -105,16 +105,22 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
 
 
 def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict[str, float]:
-    """Overall metrics plus ``by_type/<type>/<metric>`` for every question type; ``declared`` score
+    """Overall metrics plus ``by_type/<type>/<metric>`` for every question type (and
+    ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``); ``declared`` score
     keys (see ``score_keys``) are reported even when no case produced them."""
     keys = sorted({k for c in cases for k in c.scores} | set(declared))
     out = summarize(cases, keys)
     by_type: dict[str, list[CaseResult]] = defaultdict(list)
     for c in cases:
         by_type[metric_name(c.query.question_type)].append(c)
-    for qtype, group in sorted(by_type.items()):
-        for key, value in summarize(group, keys).items():
-            if key.startswith(("tokens/", "cost/", "llm/", "latency/")):
-                continue
-            out[f"by_type/{qtype}/{key}"] = value
+    by_difficulty: dict[str, list[CaseResult]] = defaultdict(list)  # the custom format's `difficulty`
+    for c in cases:
+        if c.query.meta.get("difficulty") not in (None, ""):
+            by_difficulty[metric_name(str(c.query.meta["difficulty"]))].append(c)
+    for family, groups in (("by_type", by_type), ("by_difficulty", by_difficulty)):
+        for name, group in sorted(groups.items()):
+            for key, value in summarize(group, keys).items():
+                if key.startswith(("tokens/", "cost/", "llm/", "latency/")):
+                    continue
+                out[f"{family}/{name}/{key}"] = value
     return out

@@ -4,6 +4,8 @@
   answers as given. An unanswerable question is scored against its gold text like any other
   (Qasper's gold is the string "Unanswerable", as in its official evaluator); whether the answer
   refused is never folded in.
+- ``answer/contains``: AnswerContains (BERGEN's "Match"): 1 when a SQuAD-normalised gold answer is a
+  whole-token run inside the normalised answer (``ragbench.judge.squad.squad_contains``).
 - ``answer/locomo_f1`` (LoCoMo only): the official per-category score (``ragbench.judge.locomo_f1``).
 - ``answer/refused``: the refusal heuristic; the job reports ``answer/refusal_accuracy`` (unanswerable
   questions refused) and ``answer/false_refusal_rate`` (answerable questions refused) from it.
@@ -16,7 +18,7 @@ from typing import Any
 
 from ragbench.judge.locomo_f1 import locomo_score, stemmed_f1
 from ragbench.judge.refusal import is_refusal
-from ragbench.judge.squad import max_over_golds, squad_em, squad_f1
+from ragbench.judge.squad import max_over_golds, squad_contains, squad_em, squad_f1
 from ragbench.types import Answer, Context, Query
 
 LOCOMO = "locomo"
@@ -28,6 +30,7 @@ def answer_scores(answer: str, golds: Sequence[str], *, dataset: str | None = No
     out = {
         "answer/em": max_over_golds(squad_em, answer, golds),
         "answer/f1": max_over_golds(squad_f1, answer, golds),
+        "answer/contains": max_over_golds(squad_contains, answer, golds),
         "answer/refused": float(is_refusal(answer)),
     }
     category = (meta or {}).get("category")

@@ -51,6 +51,19 @@ def scores_from_record(
     return out
 
 
+DOC_RECALL_DATASETS = ("multihop_rag",)  # evidence names its source article: recall by document is defined
+
+
+def doc_recall_scores(ranked_doc_ids: Sequence[str], gold_doc_ids: Sequence[str],
+                      ks: Sequence[int]) -> dict[str, float]:
+    """MultiHop-RAG's document-level EvidenceRecall@K: the share of the gold evidence articles that at
+    least one of the top-k hits comes from (``retrieval/doc_recall_at_k``); none without gold articles."""
+    gold = set(gold_doc_ids)
+    if not gold:
+        return {}
+    return {f"retrieval/doc_recall_at_{k}": len(gold & set(ranked_doc_ids[:k])) / len(gold) for k in ks}
+
+
 def retrieval_scores(
     tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit], ks: Sequence[int], topk: int
 ) -> dict[str, float]:

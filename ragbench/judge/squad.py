@@ -38,6 +38,13 @@ def squad_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def squad_contains(prediction: str, gold: str) -> float:
+    """BERGEN's "Match" / MultiHop-RAG's AnswerContains: 1.0 when the normalised gold is a whole-token
+    run inside the normalised prediction (an empty gold is never contained)."""
+    ref = squad_normalize(gold)
+    return float(bool(ref) and f" {ref} " in f" {squad_normalize(prediction)} ")
+
+
 def max_over_golds(metric: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
     """The official ``metric_max_over_ground_truths`` (0 when there is no gold answer)."""
     return max((metric(prediction, g) for g in golds), default=0.0)

@@ -51,4 +51,6 @@ def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, 
                       "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c)}
                      for c in case.contexts],
         "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
+        # trace=true: candidates and scores per stage, gold_entered / gold_lost; rerank_fallback when any
+        **({"trace": dict(case.trace)} if case.trace else {}),
     }

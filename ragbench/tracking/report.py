@@ -16,7 +16,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 HEADLINE = (
     "retrieval/hit_at_1", "retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr", "retrieval/ndcg_at_5",
     "retrieval/evidence_text_recall", "context/evidence_text_recall", "context/openviking_recall", "answer/em",
-    "answer/f1", "answer/locomo_f1", "judge/accuracy",
+    "answer/f1", "answer/contains", "retrieval/doc_recall_at_5", "rerank/fallbacks", "answer/locomo_f1", "judge/accuracy",
     "answer/refusal_accuracy", "answer/false_refusal_rate",
 )
 TYPE_COLUMNS = ("cases/total", "cases/failed", "retrieval/hit_at_5", "retrieval/mrr", "answer/f1", "judge/accuracy")

@@ -130,3 +130,15 @@ def test_empty_corpus(copy):
     (copy / "corpus.json").write_text("[]", encoding="utf-8")
     (copy / "MultiHopRAG.json").write_text("[]", encoding="utf-8")
     assert "corpus is empty" in str(_error(copy))
+
+
+def test_each_article_text_starts_with_title_source_date_url():
+    raw = json.loads((FIXTURE / "corpus.json").read_text(encoding="utf-8"))
+    by_id = {article_id(a.get("url") or "", a["title"]): a for a in raw}
+    for doc in load().documents:
+        art = by_id[doc.doc_id]
+        header = doc.sections[0].paragraphs[0].text.splitlines()
+        assert header[0] == f"Title: {art['title']}"
+        assert f"Source: {art['source']}" in header and f"Published at: {art['published_at']}" in header
+        assert header[-1] == f"URL: {art['url']}"
+        assert doc.sections[0].paragraphs[1].text in art["body"]  # the body follows the header

@@ -46,7 +46,7 @@ def test_squad_em_and_f1_hand_worked():
 def test_judge_takes_max_over_gold_answers_and_never_folds_refusals():
     judge = LexicalJudge()
     s = judge.judge(q(["Paris", "the city of Paris"]), [], Answer(text="city of Paris", model="m"))
-    assert s == {"answer/em": 1.0, "answer/f1": 1.0, "answer/refused": 0.0}
+    assert s == {"answer/em": 1.0, "answer/f1": 1.0, "answer/contains": 1.0, "answer/refused": 0.0}
     unanswerable = q(["The syllabus is silent on it"], answerable=False)
     s = judge.judge(unanswerable, [], Answer(text="Not mentioned", model="m"))
     assert s["answer/f1"] == 0.0 and s["answer/refused"] == 1.0  # a refusal is scored apart
