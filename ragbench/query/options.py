@@ -19,5 +19,5 @@ def query_options(cfg: DictConfig, instantiate: Callable[[Any], Any]) -> dict[st
     k_rrf = float(node.get("k_rrf", 60)) if node is not None else 60.0
     routing = cfg.get("routing")
     container = OmegaConf.to_container(routing, resolve=True) if routing is not None else None
-    routes = parse_routes(container if isinstance(container, dict) else None)
+    routes = parse_routes({str(k): v for k, v in container.items()} if isinstance(container, dict) else None)
     return {"query": transform, "query_k_rrf": k_rrf, "trace": bool(cfg.get("trace", False)), "routes": routes}
