@@ -130,10 +130,37 @@ def _implementations() -> list[tuple[type, str, str, str]]:
 IMPLEMENTATIONS = _implementations()
 
 
+# optional capabilities (protocols.py): the stage protocol whose implementations may add each one
+CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.BaselineRetriever: protocols.Retriever,
+                protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge}
+
+
 def test_contract_covers_every_protocol():
     named = {name for name in dir(protocols) if isinstance(getattr(protocols, name), type)
              and getattr(getattr(protocols, name), "_is_protocol", False) and name != "Protocol"}
-    assert {r[0].__name__ for r in IMPLEMENTATIONS} == named
+    stage = {r[0].__name__ for r in IMPLEMENTATIONS}
+    assert stage | {cap.__name__ for cap in CAPABILITIES} == named
+    for cap, base in CAPABILITIES.items():  # each capability has at least one configured implementation
+        members = typing._get_protocol_attrs(cap)
+        assert any(r[0] is base and all(_static(_built(r[2], r[3], r[1]), m) is not _MISSING for m in members)
+                   for r in IMPLEMENTATIONS), f"no configured {base.__name__} implements {cap.__name__}"
+
+
+@pytest.mark.parametrize(("proto", "target", "group", "option"),
+                         [r for r in IMPLEMENTATIONS if r[0] in CAPABILITIES.values()],
+                         ids=[f"{r[0].__name__}:{r[1].rsplit('.', 1)[-1]}" for r in IMPLEMENTATIONS
+                              if r[0] in CAPABILITIES.values()])
+def test_a_capability_is_whole_where_it_is_claimed(proto, target, group, option):
+    """An implementation that has a capability's method has all of that capability's members."""
+    obj = _built(group, option, target)
+    for cap, base in CAPABILITIES.items():
+        if base is not proto:
+            continue
+        members = typing._get_protocol_attrs(cap)
+        methods = [m for m in members if callable(inspect.getattr_static(cap, m, None))]
+        if any(_static(obj, m) is not _MISSING for m in methods):
+            missing = [m for m in members if _static(obj, m) is _MISSING]
+            assert not missing, f"{target} has part of ragbench.protocols.{cap.__name__} but lacks {missing}"
 
 
 def _built(group: str, option: str, target: str) -> Any:
@@ -154,6 +181,14 @@ QUERY = Query(qid="q", text="What is the cat called?", answers=("Tom",), questio
               evidence=(Evidence(text="The cat is called Tom"),), doc_ids=("d",))
 
 
+def _ancestors(tree: Any, chunk_id: str) -> list[Any]:
+    out, node = [], tree[chunk_id]
+    while node.parent_id is not None:
+        node = tree[node.parent_id]
+        out.append(node)
+    return out
+
+
 def _behaves(proto: type, obj: Any) -> None:
     """A minimal behavioural check, where it costs no model and no network."""
     from ragbench.ingest.hierarchical import HierarchicalChunker
@@ -168,13 +203,18 @@ def _behaves(proto: type, obj: Any) -> None:
             vecs = np.eye(len(ids), 8, dtype=np.float32)
         obj.build(ids=ids, texts=[tree[i].text for i in ids], vectors=vecs)
         hits = obj.search(texts=["cat called Tom"], vectors=None if vecs is None else vecs[1:2], k=2)
-        assert len(hits) == 1 and 1 <= len(hits[0]) <= 2 and all(h.chunk_id in ids for h in hits[0])
+        if isinstance(obj, protocols.BaselineRetriever):  # retrieves nothing itself: hits come from the gold
+            assert hits == [[]]
+        else:
+            assert len(hits) == 1 and 1 <= len(hits[0]) <= 2 and all(h.chunk_id in ids for h in hits[0])
     elif proto is protocols.Reranker and not type(obj).__name__.startswith("CrossEncoder"):
         hits = [Hit(chunk_id=i, score=1.0 / (n + 1), rank=n + 1) for n, i in enumerate(ids)]
         vecs = {i: np.eye(len(ids), 8, dtype=np.float32)[n] for n, i in enumerate(ids)}
         out = obj.rerank(QUERY, hits, tree=tree, k=2, query_vector=np.ones(8, dtype=np.float32) / 8 ** 0.5,
                          chunk_vectors=vecs if obj.needs_vectors else None)
-        assert 1 <= len(out) <= 2 and {h.chunk_id for h in out} <= set(ids)
+        # a reranker keeps hits from its input, or (paragraph aggregation) their ancestors in the tree
+        allowed = set(ids) | {a.chunk_id for i in ids for a in _ancestors(tree, i)}
+        assert 1 <= len(out) <= 2 and {h.chunk_id for h in out} <= allowed
     elif proto is protocols.Expander:
         contexts = obj.expand([Hit(chunk_id=ids[1], score=1.0, rank=1)], tree)
         assert contexts and "Tom" in contexts[0].text
