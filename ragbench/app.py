@@ -19,6 +19,7 @@ from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Components, JobResult, Pipeline
+from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.retrieval.scope import check_scope
 from ragbench.tracking.job_log import flatten, log_job
 from ragbench.tracking.mlflow_tracker import MlflowTracker
@@ -60,6 +61,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         generator=_instantiate(cfg.llm),
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
+        search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
     )
     return components, _instantiate(cfg.cache)
 

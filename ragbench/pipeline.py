@@ -28,7 +28,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
-from ragbench.judge.aggregate import aggregate, score_keys
+from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import (
     Chunker,
@@ -40,8 +40,9 @@ from ragbench.protocols import (
     Reranker,
     Retriever,
 )
+from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH, search_all, search_depth, time_single
 from ragbench.retrieval.scope import DocumentScope, check_scope
-from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
+from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class Components:
     generator: Generator
     judges: Mapping[str, Judge]
     scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
+    search_depth: int = DEFAULT_SEARCH_DEPTH  # retrieval.search_depth (ragbench.retrieval.batch)
 
 
 @dataclass(frozen=True)
@@ -163,21 +165,6 @@ class Pipeline:
         )
         return value[1]
 
-    def _search_each(self, texts: list[str], vectors: np.ndarray | None, k: int, out: list[float],
-                     scoped: DocumentScope | None = None, queries: Sequence[Query] = ()) -> list[list[Hit]]:
-        """Searches query by query, so each query's search latency is measured, not a batch average;
-        with ``scoped`` each query searches only its own documents."""
-        hits: list[list[Hit]] = []
-        for i, text in enumerate(texts):
-            start = time.perf_counter()
-            qvec = None if vectors is None else vectors[i: i + 1]
-            if scoped is None:
-                hits.extend(self.c.retriever.search(texts=[text], vectors=qvec, k=k))
-            else:
-                hits.append(scoped.search(text=text, vector=qvec, k=k, doc_ids=queries[i].doc_ids))
-            out.append(time.perf_counter() - start)
-        return hits
-
     def run(self) -> JobResult:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
@@ -197,7 +184,8 @@ class Pipeline:
         queries = list(evalset.queries)
         qtexts = [q.text for q in queries]
         ks = metric_ks(c.topk)
-        depth = max(max(ks), c.candidates if c.rerankers else 0)
+        needed = max(max(ks), c.candidates if c.rerankers else 0)
+        depth = search_depth(c.retriever, needed, c.search_depth)  # one depth for every top-k of a sweep
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
         index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
         vectors = qvecs = None
@@ -211,13 +199,19 @@ class Pipeline:
                 self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             else:  # sub-indexes are built per document on first use: their time counts as search
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, queries))
+            found, seconds = self._timed("search", lambda: search_all(c.retriever, qtexts, qvecs, depth, scoped,
+                                                                      queries))
+            search_s.extend(seconds)
+            single_s.extend(time_single(c.retriever, qtexts, qvecs, needed, scoped, queries))
+            return found
 
-        search_s: list[float] = []  # per-query search latency (empty when served from the cache)
+        search_s: list[float] = []  # per-query share of its batch's search time (empty when cached)
+        single_s: list[float] = []  # a sample of queries searched one at a time
         retrieval_key = make_key({"stage": "retrieval", "index": index_fp, "queries": texts_digest(qtexts),
                                   "k": depth, "libraries": library_versions()})
         hits_all, _ = self.cache.folder("retrieval", retrieval_key, {"index": index_fp, "k": depth},
                                         build=search, save=save_hits, load=lambda f, m: load_hits(f))
+        hits_all = [hits[:needed] for hits in hits_all]  # exactly a search at depth `needed`
         if reranker_vectors and vectors is None:
             vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
@@ -243,6 +237,9 @@ class Pipeline:
         metrics = aggregate(cases, score_keys(c.judges.values()))
         search_s = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
         metrics["latency/search_mean_ms"] = 1000.0 * search_s / max(len(queries), 1)
+        if single_s:
+            metrics["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
+            metrics["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
         for key, value in match_stats(emaps).items():
             metrics[key] = float(value)
         metrics.update(self.cache.counters())
