@@ -47,7 +47,7 @@ class BM25Retriever:
         b: float = 0.75,
         method: str = "lucene",
         stemming: bool = True,
-        stopwords: bool = True,
+        stopwords: bool | str = "nltk",
         language: str = "english",
     ) -> None:
         if method not in METHODS:
@@ -61,9 +61,9 @@ class BM25Retriever:
         self.b = b
         self.method = method
         self.stemming = stemming
-        self.stopwords = stopwords
         self.language = language
         self.tokenizer = Tokenizer(stemming=stemming, stopwords=stopwords, language=language)
+        self.stopwords = self.tokenizer.stopwords  # the list's name (true -> nltk): in the index key
         self._bm25: Any = None
         self._ids: list[str] = []
 
