@@ -23,6 +23,7 @@ from ragbench.pipeline import Components, JobResult, Pipeline
 from ragbench.plan.rates import record_rates
 from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
+from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.retrieval.scope import check_scope
 from ragbench.routing import routing_tag
 from ragbench.stages import builds_llm
@@ -68,6 +69,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         generator=_instantiate(cfg.llm) if llm else None,
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
+        search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
         **query_options(cfg, _instantiate),
     )
     return components, _instantiate(cfg.cache)

@@ -43,7 +43,7 @@ _INT1_OR_NULL = Rule(lo=1, integer=True, optional=True)
 _POSITIVE = Rule(lo=0, lo_open=True)
 # leaf key (or full dotted key, which wins) -> rule; applied wherever the key sits in a component group
 NUMBERS: dict[str, Rule] = {
-    "topk": _INT1, "retrieval.retriever.candidates": _INT1, "candidates": Rule(lo=0, integer=True),
+    "topk": _INT1, "search_depth": _INT1, "retrieval.retriever.candidates": _INT1, "candidates": Rule(lo=0, integer=True),
     "k1": Rule(lo=0), "b": Rule(lo=0, hi=1), "k_rrf": _POSITIVE, "weights": Rule(lo=0),
     "hnsw_m": Rule(lo=2, integer=True), "ef_construction": _INT1, "ef_search": _INT1,
     "batch_size": _INT1, "dimensions": _INT1_OR_NULL, "max_seq_length": _INT1_OR_NULL, "max_length": _INT1,

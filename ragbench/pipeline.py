@@ -28,7 +28,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
-from ragbench.judge.aggregate import aggregate, score_keys
+from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import (
     BaselineRetriever,
@@ -46,10 +46,12 @@ from ragbench.query.plan import plan_queries
 from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
 from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
+from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH, search_all, time_single
+from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.scope import DocumentScope, check_scope
 from ragbench.routing import Route, max_topk
 from ragbench.trace import branch_stages, child_rankings, trace_counts
-from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
+from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class Components:
     generator: Generator | None  # None under stages=retrieval (ragbench.stages)
     judges: Mapping[str, Judge]
     scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
+    search_depth: int = DEFAULT_SEARCH_DEPTH  # retrieval.search_depth (ragbench.retrieval.batch)
     query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
     query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
     trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
@@ -184,21 +187,6 @@ class Pipeline:
         )
         return value[1]
 
-    def _search_each(self, texts: list[str], vectors: np.ndarray | None, k: int, out: list[float],
-                     scoped: DocumentScope | None = None, queries: Sequence[Query] = ()) -> list[list[Hit]]:
-        """Searches query by query, so each query's search latency is measured, not a batch average;
-        with ``scoped`` each query searches only its own documents."""
-        hits: list[list[Hit]] = []
-        for i, text in enumerate(texts):
-            start = time.perf_counter()
-            qvec = None if vectors is None else vectors[i: i + 1]
-            if scoped is None:
-                hits.extend(self.c.retriever.search(texts=[text], vectors=qvec, k=k))
-            else:
-                hits.append(scoped.search(text=text, vector=qvec, k=k, doc_ids=queries[i].doc_ids))
-            out.append(time.perf_counter() - start)
-        return hits
-
     def run(self) -> JobResult:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
@@ -219,7 +207,8 @@ class Pipeline:
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
         owners = plan.owners(queries)
         ks = metric_ks(c.topk)
-        depth = search_depth(c)
+        needed = needed_depth(c)
+        depth = search_depth(c)  # one depth for every top-k of a sweep (hits are cut back to `needed`)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
         index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
         vectors = qvecs = None
@@ -233,15 +222,21 @@ class Pipeline:
                 self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             else:  # sub-indexes are built per document on first use: their time counts as search
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            return self._timed("search", lambda: self._search_each(qtexts, qvecs, depth, search_s, scoped, owners))
+            found, seconds = self._timed("search", lambda: search_all(c.retriever, qtexts, qvecs, depth, scoped,
+                                                                      owners))
+            search_s.extend(seconds)
+            single_s.extend(time_single(c.retriever, qtexts, qvecs, needed, scoped, owners))
+            return found
 
-        search_s: list[float] = []  # per-query search latency (empty when served from the cache)
+        search_s: list[float] = []  # per-text share of its batch's search time (empty when cached)
+        single_s: list[float] = []  # a sample of queries searched one at a time
         retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
         baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
         hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else self.cache.folder(
             "retrieval", retrieval_key, {"index": index_fp, "k": depth},
             build=search, save=save_hits, load=lambda f, m: load_hits(f))[0]
-        hits_all, votes_all = plan.fuse(hits_flat, depth)
+        hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
+        hits_all, votes_all = plan.fuse(hits_flat, needed)
         children: list[list[Any]] = []
         if c.trace and getattr(c.retriever, "children", None):  # each child's ranking: rebuilt (small runs)
             if retriever_vectors and (vectors is None or qvecs is None):
@@ -250,7 +245,7 @@ class Pipeline:
                 c.retriever.build(ids=ids, texts=texts, vectors=vectors)
             else:
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            children = child_rankings(c.retriever, scoped, qtexts, qvecs, owners, depth)
+            children = child_rankings(c.retriever, scoped, qtexts, qvecs, owners, needed)
         starts = plan.starts
         if search_s:  # a question's search latency: the sum over its variants
             search_s = [sum(search_s[s: s + len(v)]) for s, v in zip(starts, plan.variants, strict=True)]
@@ -286,6 +281,9 @@ class Pipeline:
         search_total = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
         metrics["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
         metrics["latency/model_load_ms"] = 1000.0 * self.timings.get("model_load", 0.0)  # one-off, kept apart
+        if single_s:
+            metrics["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
+            metrics["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
         for key, value in match_stats(emaps).items():
             metrics[key] = float(value)
         metrics.update(self.cache.counters())
@@ -322,10 +320,16 @@ def searched_tree(tree: ChunkTree, embedder: Embedder | None) -> ChunkTree:
     return tree
 
 
-def search_depth(c: Components) -> int:
-    """How many hits each query's search returns (the largest metric k, the rerankers' candidates, or the
-    largest routed top-k)."""
+def needed_depth(c: Components) -> int:
+    """How many hits each query needs: the largest metric k, the rerankers' candidates, or the largest
+    routed top-k."""
     return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0, max_topk(c.routes))
+
+
+def search_depth(c: Components) -> int:
+    """How deep each query is searched: ``needed_depth``, raised to ``retrieval.search_depth`` where the
+    retriever keeps that exact, so the jobs of a top-k sweep share one search (ragbench.retrieval.batch)."""
+    return batch_depth(c.retriever, needed_depth(c), c.search_depth)
 
 
 def _distinct(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:

@@ -23,11 +23,12 @@ def top_hits(scores: np.ndarray, ids: Sequence[str], k: int, floor: float = 0.0)
     if n <= 0:
         return []
     if n < scores.shape[0]:
-        part = np.argpartition(-scores, n - 1)[:n]
+        cut = scores[np.argpartition(-scores, n - 1)[n - 1]]  # the n-th best score
+        part = np.flatnonzero(scores >= cut)  # every chunk tied at the cut, so the lowest indexes win
     else:
         part = np.arange(scores.shape[0])
     # lexsort's last key is primary: score descending, then index ascending for a stable order.
-    order = part[np.lexsort((part, -scores[part]))]
+    order = part[np.lexsort((part, -scores[part]))][:n]
     return [
         Hit(chunk_id=ids[i], score=float(scores[i]), rank=r)
         for r, i in enumerate((i for i in order if scores[i] > floor), start=1)
@@ -46,7 +47,7 @@ class BM25Retriever:
         b: float = 0.75,
         method: str = "lucene",
         stemming: bool = True,
-        stopwords: bool = True,
+        stopwords: bool | str = "nltk",
         language: str = "english",
     ) -> None:
         if method not in METHODS:
@@ -60,9 +61,9 @@ class BM25Retriever:
         self.b = b
         self.method = method
         self.stemming = stemming
-        self.stopwords = stopwords
         self.language = language
         self.tokenizer = Tokenizer(stemming=stemming, stopwords=stopwords, language=language)
+        self.stopwords = self.tokenizer.stopwords  # the list's name (true -> nltk): in the index key
         self._bm25: Any = None
         self._ids: list[str] = []
 
@@ -95,6 +96,10 @@ class BM25Retriever:
         self._bm25 = bm25
         self._ids = list(ids)
         log.debug("BM25 indexed %d chunks, vocabulary of %d terms", len(ids), len(bm25.vocab_dict))
+
+    def depth_limit(self, k: int) -> int | None:
+        """Any depth: scores are exact and ties keep index order, so a deeper top-k starts with this one."""
+        return None
 
     def search(self, *, texts: Sequence[str], vectors: np.ndarray | None = None, k: int) -> list[list[Hit]]:
         """Top-``k`` hits per query text, best first; a query sharing no term with the corpus gets none."""

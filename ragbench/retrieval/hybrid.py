@@ -91,6 +91,11 @@ class RRFRetriever:
         for child in self.children:
             child.build(ids=ids, texts=texts, vectors=vectors)
 
+    def depth_limit(self, k: int) -> int | None:
+        """The deepest search whose fused top ``k`` equals a search at depth ``k``: children retrieve
+        ``max(candidates, depth)``, so any depth up to ``candidates`` fuses the same lists."""
+        return max(k, self.candidates)
+
     def search(self, *, texts: Sequence[str], vectors: np.ndarray | None, k: int) -> list[list[Hit]]:
         """Each child retrieves max(candidates, k) per query; the fused top ``k`` are returned."""
         if k < 1:

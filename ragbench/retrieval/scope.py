@@ -13,6 +13,7 @@ searches the whole corpus and is counted (``retrieval/scope_corpus_fallbacks``).
 from __future__ import annotations
 
 import copy
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -84,3 +85,25 @@ class DocumentScope:
         if sub is None:
             return []
         return sub.search(texts=[text], vectors=vector, k=k)[0]
+
+    def search_many(self, *, texts: Sequence[str], vectors: np.ndarray | None, k: int,
+                    doc_ids: Sequence[Sequence[str]]) -> tuple[list[list[Hit]], list[float]]:
+        """Every question's top ``k`` with one search call per document set (all questions of one
+        conversation in a batch), and each question's share of its batch's wall time in seconds."""
+        groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i, docs in enumerate(doc_ids):
+            groups[tuple(sorted(set(docs)))].append(i)
+        hits: list[list[Hit]] = [[] for _ in texts]
+        seconds = [0.0] * len(texts)
+        for key, rows in groups.items():
+            start = time.perf_counter()
+            sub = self._retriever(key)
+            if sub is not None:
+                found = sub.search(texts=[texts[i] for i in rows], vectors=None if vectors is None else vectors[rows],
+                                   k=k)
+                for i, row_hits in zip(rows, found, strict=True):
+                    hits[i] = row_hits
+            share = (time.perf_counter() - start) / len(rows)
+            for i in rows:
+                seconds[i] = share
+        return hits, seconds

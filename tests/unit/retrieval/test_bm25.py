@@ -39,6 +39,21 @@ def test_tokenizer_english_stem_and_stopwords() -> None:
     assert plain.tokenize("The Running DOGS isn't") == ["the", "running", "dogs", "isn", "t"]
 
 
+@pytest.mark.parametrize(("choice", "name", "terms"), [
+    ("nltk", "nltk", ["caroline", "research"]), (True, "nltk", ["caroline", "research"]),
+    ("lucene", "lucene", ["what", "did", "caroline", "research"]),
+    ("none", "none", ["what", "did", "caroline", "research"]), (False, "none", ["what", "did", "caroline", "research"]),
+])
+def test_stopword_lists(choice, name, terms) -> None:
+    tok = Tokenizer(stemming=False, stopwords=choice)
+    assert tok.stopwords == name and tok.tokenize("What did Caroline research") == terms
+
+
+def test_unknown_stopword_list() -> None:
+    with pytest.raises(ConfigError, match=r"stopwords='klingon' is not a stopword list; use one of"):
+        Tokenizer(stopwords="klingon")
+
+
 def test_tokenizer_numbers_and_width_normalisation() -> None:
     tok = Tokenizer(stemming=False, stopwords=False)
     assert tok.tokenize("grew 3.5% to 2,000. Ｆｕｌｌ café") == ["grew", "3.5", "to", "2,000", "full", "café"]
@@ -64,7 +79,7 @@ def test_satisfies_protocol_and_params() -> None:
     r = BM25Retriever(k1=0.9, b=0.4, method="robertson", stemming=False)
     assert isinstance(r, Retriever) and r.needs_vectors is False
     assert r.params() == {
-        "k1": 0.9, "b": 0.4, "method": "robertson", "stemming": False, "stopwords": True, "language": "english",
+        "k1": 0.9, "b": 0.4, "method": "robertson", "stemming": False, "stopwords": "nltk", "language": "english",
     }  # fmt: skip
 
 
