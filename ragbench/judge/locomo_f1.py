@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections import Counter
+
+from ragbench.judge.squad import overlap_f1
 
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
@@ -38,11 +39,7 @@ def stemmed_f1(prediction: str, gold: str) -> float:
     stem = _stemmer().stem
     pred = [stem(w) for w in locomo_normalize(prediction).split()]
     ref = [stem(w) for w in locomo_normalize(gold).split()]
-    same = sum((Counter(pred) & Counter(ref)).values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
+    return overlap_f1(pred, ref)
 
 
 def multi_answer_f1(prediction: str, gold: str) -> float:

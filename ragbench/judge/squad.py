@@ -28,14 +28,19 @@ def squad_em(prediction: str, gold: str) -> float:
     return float(squad_normalize(prediction) == squad_normalize(gold))
 
 
-def squad_f1(prediction: str, gold: str) -> float:
-    """Token F1 of the normalised texts; 0 when they share no token (also when both are empty)."""
-    pred, ref = squad_normalize(prediction).split(), squad_normalize(gold).split()
+def overlap_f1(pred: Sequence[str], ref: Sequence[str]) -> float:
+    """The official scripts' token F1 (SQuAD's ``f1_score``, LoCoMo's too): overlap counted with
+    repeats; 0 when no token is shared (also when both are empty)."""
     same = sum((Counter(pred) & Counter(ref)).values())
     if same == 0:
         return 0.0
     precision, recall = same / len(pred), same / len(ref)
     return 2 * precision * recall / (precision + recall)
+
+
+def squad_f1(prediction: str, gold: str) -> float:
+    """Token F1 of the normalised texts; 0 when they share no token (also when both are empty)."""
+    return overlap_f1(squad_normalize(prediction).split(), squad_normalize(gold).split())
 
 
 def squad_contains(prediction: str, gold: str) -> float:
