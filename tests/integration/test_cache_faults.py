@@ -151,10 +151,12 @@ def test_a_library_upgrade_rebuilds_vectors_and_pays_no_llm_call(tmp_path, serve
     server.reset()
     first, _ = run_job([*_llm_job(server, cache_dir), *dense], tmp_path)
     assert first.info.status == "FINISHED" and server.count == 1 + 3  # the preflight, then one call per case
+    import ragbench.cache.keys as keys
     import ragbench.pipeline as pipeline
 
     real = pipeline.library_versions
-    monkeypatch.setattr(pipeline, "library_versions", lambda: {**real(), "numpy": "99.0.0"})
+    for module in (pipeline, keys):  # every module that puts library versions into a cache key
+        monkeypatch.setattr(module, "library_versions", lambda: {**real(), "numpy": "99.0.0"})
     server.reset()
     upgraded, _ = run_job([*_llm_job(server, cache_dir), *dense], tmp_path)
     m = upgraded.data.metrics

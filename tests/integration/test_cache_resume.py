@@ -28,7 +28,11 @@ QASPER = Path(str(resources.files("ragbench.datasets").joinpath("samples", "qasp
 def test_cache_hit_across_jobs_and_topk_never_in_the_index_key(tmp_path):
     cache = [f"cache.dir={tmp_path / 'cache'}", "dataset=qasper"]
     a, _ = run_job([*cache, "retrieval.topk=3"], tmp_path)
-    b, _ = run_job([*cache, "retrieval.topk=10"], tmp_path)
+    # top-k 10 is served by top-k 3's search (one search depth, retrieval.search_depth=10): no index read
+    shared, _ = run_job([*cache, "retrieval.topk=10"], tmp_path)
+    assert shared.data.metrics["cache/retrieval/hits"] == 1 and "cache/index/hits" not in shared.data.metrics
+    # top-k 20 needs a deeper search: the cached index and query vectors serve it, nothing is re-encoded
+    b, _ = run_job([*cache, "retrieval.topk=20"], tmp_path)
     assert a.data.metrics["cache/index/misses"] == 1 and a.data.metrics["ingest/embedded_texts"] > 0
     assert b.data.metrics["cache/index/hits"] == 1 and b.data.metrics["ingest/embedded_texts"] == 0
     assert b.data.metrics["cache/query_vectors/hits"] == 1
@@ -111,8 +115,8 @@ def test_index_built_with_other_settings_is_refused(tmp_path):
     data = json.loads(manifest.read_text())
     data["libraries"]["sentence-transformers"] = "0.0.1"
     manifest.write_text(json.dumps(data))
-    with pytest.raises(SystemExit):  # another top-k: retrieval must run, so the stored index is read
-        run_job([*overrides, "resume=false", "retrieval.topk=10"], tmp_path)
+    with pytest.raises(SystemExit):  # a top-k past the shared search depth: retrieval runs, the index is read
+        run_job([*overrides, "resume=false", "retrieval.topk=20"], tmp_path)
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlruns/mlflow.db")
@@ -121,7 +125,7 @@ def test_index_built_with_other_settings_is_refused(tmp_path):
     error = failed[0].data.tags["ragbench.error"]
     assert error.startswith("IndexMismatchError") and "sentence-transformers" in error
     assert "0.0.1" in error and "cache.mode=refresh" in error
-    run, _ = run_job([*overrides, "resume=false", "retrieval.topk=10", "cache.mode=refresh"], tmp_path)  # the advertised fix works
+    run, _ = run_job([*overrides, "resume=false", "retrieval.topk=20", "cache.mode=refresh"], tmp_path)  # the advertised fix works
     assert run.info.status == "FINISHED"
 
 
