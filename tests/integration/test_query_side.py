@@ -134,6 +134,12 @@ def test_trace_locates_where_first_gold_was_lost_or_kept(tmp_path: Path) -> None
         outcome[key] = outcome.get(key, 0) + 1
     for key, n in outcome.items():
         assert run.data.metrics[key] == n
+    traced = [r["trace"] for r in rows if "gold_entered" in r.get("trace", {})]
+    for field in ("gold_entered", "gold_lost"):  # the runs-table tag: the most frequent stage, recounted
+        seen = [t[field] for t in traced if t[field] is not None]
+        most = max(map(seen.count, seen), default=0)
+        tops = {s for s in seen if seen.count(s) == most} or {"none"}  # a tie names the first seen
+        assert run.data.tags[f"ragbench.trace.{field}_at"] in {f"{s} ({most} of {len(traced)} cases)" for s in tops}
 
 
 def test_routing_by_gold_type(tmp_path: Path) -> None:

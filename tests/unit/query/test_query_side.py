@@ -21,7 +21,7 @@ from ragbench.rerank.frequency import FrequencyReranker
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
-from ragbench.trace import branch_stages, gold_path, stage, trace_counts
+from ragbench.trace import branch_stages, gold_path, gold_path_tags, stage, trace_counts
 from ragbench.types import Hit, Query
 
 
@@ -142,6 +142,11 @@ def test_trace_gold_path_hand_worked() -> None:
     traces = [gold_path(stages), gold_path(kept), {"gold_entered": None, "gold_lost": None}, {}]
     assert trace_counts(traces) == {"trace/gold_lost_at/rerank": 1.0, "trace/gold_kept": 1.0,
                                     "trace/gold_never_retrieved": 1.0}
+    assert gold_path_tags(traces) == {"ragbench.trace.gold_entered_at": "query:1 (1 of 3 cases)",
+                                      "ragbench.trace.gold_lost_at": "rerank:DiversityReranker (1 of 3 cases)"}
+    assert gold_path_tags([gold_path(kept)] * 2) == {"ragbench.trace.gold_entered_at": "retrieval (2 of 2 cases)",
+                                                     "ragbench.trace.gold_lost_at": "none (0 of 2 cases)"}
+    assert gold_path_tags([{}, {}]) == {}  # trace off: no tags
 
 
 def test_branch_stages_name_children_and_variants() -> None:
