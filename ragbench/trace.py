@@ -14,6 +14,7 @@ that does not (None when gold is kept to the end, or never entered).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -97,4 +98,18 @@ def trace_counts(traces: Iterable[Mapping[str, Any]]) -> dict[str, float]:
         else:
             key = f"trace/gold_lost_at/{str(tr['gold_lost']).split(':')[0]}"
         out[key] = out.get(key, 0.0) + 1.0
+    return out
+
+
+def gold_path_tags(traces: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Run tags for the MLflow runs table: the most frequent stage where the first gold unit entered and
+    where it was lost, each as ``<stage> (<n> of <traced> cases)``; ``none`` when no traced case has one."""
+    traced = [tr for tr in traces if tr and "gold_entered" in tr]
+    if not traced:
+        return {}
+    out: dict[str, str] = {}
+    for tag, field in (("ragbench.trace.gold_entered_at", "gold_entered"), ("ragbench.trace.gold_lost_at", "gold_lost")):
+        seen = Counter(str(tr[field]) for tr in traced if tr[field] is not None)
+        name, n = seen.most_common(1)[0] if seen else ("none", 0)
+        out[tag] = f"{name} ({n} of {len(traced)} cases)"
     return out

@@ -11,6 +11,7 @@ import numpy as np
 
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
+from ragbench.rerank.fallback import OnLoadError
 from ragbench.types import ChunkTree, Hit, Query
 from ragbench.weights import package_weights
 
@@ -22,8 +23,9 @@ def resolve_model_path(model: str, package: str | None) -> str:
     return package_weights(model, package, role="reranker")[0]
 
 
-class CrossEncoderReranker:
-    """Scores (query, chunk text) pairs with a cross-encoder and reorders the hits by that score."""
+class CrossEncoderReranker(OnLoadError):
+    """Scores (query, chunk text) pairs with a cross-encoder and reorders the hits by that score; weights
+    that cannot load fail the job up front, or with ``on_load_error="fallback"`` skip the reranker."""
 
     needs_vectors = False
 
@@ -35,7 +37,9 @@ class CrossEncoderReranker:
         batch_size: int = 32,
         max_length: int | None = 512,
         device: str | None = None,
+        on_load_error: str = "fail",
     ) -> None:
+        self.set_on_load_error("reranker.rerankers.cross_encoder.on_load_error", on_load_error)
         if batch_size < 1:
             raise ConfigError(
                 f"reranker.rerankers.cross_encoder.batch_size={batch_size} is invalid; use an integer >= 1"
@@ -67,14 +71,11 @@ class CrossEncoderReranker:
                 log.info("loaded cross-encoder %s on %s", path, self._encoder.device)
         return self._encoder
 
-    def preflight(self) -> None:
-        """Loads the weights before the case loop: a model that cannot load fails the job once."""
-        self._load()
-
     def score(self, query_text: str, texts: Sequence[str]) -> np.ndarray:
         """One relevance score per text for ``query_text`` (higher is better)."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
+        self.skipped_check()
         encoder = self._load()
         scores = encoder.predict(
             [(query_text, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False

@@ -15,6 +15,7 @@ from typing import Any
 from ragbench import __version__
 from ragbench.judge.aggregate import metric_name
 from ragbench.pipeline import JobResult
+from ragbench.trace import gold_path_tags
 from ragbench.tracking.case_record import case_record
 from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
 from ragbench.types import CaseResult
@@ -129,6 +130,7 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         "ragbench.version": __version__,
         "ragbench.git_commit": git_commit(),  # with +dirty; mlflow.source.git.commit has the bare sha
         **{f"ragbench.dataset.{k}": v for k, v in ev.tags.items()},
+        **gold_path_tags(c.trace for c in result.cases),  # trace=true: where gold first entered / was lost
         **extra_tags,
     }
     tracker.set_tags(run_id, tags)

@@ -109,6 +109,20 @@ def test_reranker_that_cannot_score_falls_back_and_is_counted(tmp_path: Path) ->
     assert all("trace" not in r for r in rows if _bucket(r["qid"], 3) != 0)  # trace off: nothing else
 
 
+def test_cross_encoder_without_weights_falls_back_when_asked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # the default on_load_error=fail exits 1 in one line per job: tests/integration/test_faults.py
+    run, client = run_job(["dataset=locomo", *SMALL, "retrieval=bm25", "reranker=cross_encoder",
+                           "reranker.rerankers.cross_encoder.model=/nonexistent/path",
+                           "reranker.rerankers.cross_encoder.on_load_error=fallback"], tmp_path)
+    rows = finished(run, client)
+    assert run.data.metrics["rerank/fallbacks"] == len(rows) == 8
+    for row in rows:  # every case kept the order it was given, recorded
+        (fb,) = row["trace"]["rerank_fallback"]
+        assert fb["reranker"] == "CrossEncoderReranker" and "/nonexistent/path" in fb["error"]
+    said = [r for r in caplog.records if "/nonexistent/path" in r.getMessage()]
+    assert len(said) == 1 and "skipped" in said[0].getMessage()  # one warning, at preflight
+
+
 def test_trace_locates_where_first_gold_was_lost_or_kept(tmp_path: Path) -> None:
     run, client = run_job(["dataset=locomo", *SMALL, "retrieval=hybrid", "reranker=diversity",
                            "reranker.rerankers.diversity.max_per_parent=1", "experiment=smoke"], tmp_path)
@@ -134,6 +148,12 @@ def test_trace_locates_where_first_gold_was_lost_or_kept(tmp_path: Path) -> None
         outcome[key] = outcome.get(key, 0) + 1
     for key, n in outcome.items():
         assert run.data.metrics[key] == n
+    traced = [r["trace"] for r in rows if "gold_entered" in r.get("trace", {})]
+    for field in ("gold_entered", "gold_lost"):  # the runs-table tag: the most frequent stage, recounted
+        seen = [t[field] for t in traced if t[field] is not None]
+        most = max(map(seen.count, seen), default=0)
+        tops = {s for s in seen if seen.count(s) == most} or {"none"}  # a tie names the first seen
+        assert run.data.tags[f"ragbench.trace.{field}_at"] in {f"{s} ({most} of {len(traced)} cases)" for s in tops}
 
 
 def test_routing_by_gold_type(tmp_path: Path) -> None:

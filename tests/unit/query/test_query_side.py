@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.query.plan import QueryPlan, plan_queries
 from ragbench.query.rules import answer_type, entities, expand, keywords
 from ragbench.query.transforms import (
@@ -16,12 +16,12 @@ from ragbench.query.transforms import (
     check_transform,
     parse_subqueries,
 )
-from ragbench.rerank.fallback import FALLBACK_KEY, fallback_count, rerank_or_keep
+from ragbench.rerank.fallback import FALLBACK_KEY, OnLoadError, fallback_count, rerank_or_keep
 from ragbench.rerank.frequency import FrequencyReranker
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
-from ragbench.trace import branch_stages, gold_path, stage, trace_counts
+from ragbench.trace import branch_stages, gold_path, gold_path_tags, stage, trace_counts
 from ragbench.types import Hit, Query
 
 
@@ -131,6 +131,46 @@ def test_reranker_fallback_keeps_order_and_records() -> None:
     assert fallback_count([trace, {}, {FALLBACK_KEY: []}]) == 1
 
 
+class Unloadable(OnLoadError):
+    """A reranker whose weights cannot load (as the cross-encoder's ``_load`` with a missing folder)."""
+
+    needs_vectors = False
+    model = "/nonexistent/path"
+
+    def __init__(self, on_load_error: str) -> None:
+        self.set_on_load_error("reranker.rerankers.unloadable.on_load_error", on_load_error)
+        self.loads = 0
+
+    def _load(self) -> None:
+        self.loads += 1
+        raise ModelLoadError(f"could not load cross-encoder '{self.model}'")
+
+    def rerank(self, query, hits, **kw):  # noqa: ANN001, ANN003
+        self.skipped_check()
+        return self._load()
+
+
+def test_unloadable_reranker_fails_up_front_or_falls_back(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ModelLoadError, match="nonexistent"):
+        Unloadable("fail").preflight()  # the default: the job fails once, before any case
+    skipped = Unloadable("fallback")
+    skipped.preflight()
+    assert [r.getMessage() for r in caplog.records if "/nonexistent/path" in r.getMessage()] and len(caplog.records) == 1
+    traces: list[dict] = [{}, {}, {}]
+    for i, trace in enumerate(traces):
+        got = rerank_or_keep(skipped, q("?", f"q{i}"), hits("a", "b", "c"), trace, k=2, tree=None)  # type: ignore[arg-type]
+        assert [(h.chunk_id, h.rank) for h in got] == [("a", 1), ("b", 2)]
+        assert trace[FALLBACK_KEY][0]["reranker"] == "Unloadable"
+    assert fallback_count(traces) == 3 and skipped.loads == 1  # loaded once; one warning, none per case
+    assert len(caplog.records) == 1
+
+
+@pytest.mark.parametrize("value", ["skip", "", "FAIL"])
+def test_on_load_error_bad_values(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^reranker.rerankers.unloadable.on_load_error=.* choose one of \['fail', 'fallback'\]"):
+        Unloadable(value)
+
+
 def test_trace_gold_path_hand_worked() -> None:
     gold = {"g"}
     stages = [stage("query:0", hits("a"), gold), stage("query:1", hits("g"), gold), stage("retrieval", hits("a", "g"), gold),
@@ -142,6 +182,11 @@ def test_trace_gold_path_hand_worked() -> None:
     traces = [gold_path(stages), gold_path(kept), {"gold_entered": None, "gold_lost": None}, {}]
     assert trace_counts(traces) == {"trace/gold_lost_at/rerank": 1.0, "trace/gold_kept": 1.0,
                                     "trace/gold_never_retrieved": 1.0}
+    assert gold_path_tags(traces) == {"ragbench.trace.gold_entered_at": "query:1 (1 of 3 cases)",
+                                      "ragbench.trace.gold_lost_at": "rerank:DiversityReranker (1 of 3 cases)"}
+    assert gold_path_tags([gold_path(kept)] * 2) == {"ragbench.trace.gold_entered_at": "retrieval (2 of 2 cases)",
+                                                     "ragbench.trace.gold_lost_at": "none (0 of 2 cases)"}
+    assert gold_path_tags([{}, {}]) == {}  # trace off: no tags
 
 
 def test_branch_stages_name_children_and_variants() -> None:
