@@ -163,15 +163,17 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
 
 def default_tracking_uri() -> str:
     """The ``tracking.uri`` jobs use by default (conf/tracking/mlflow.yaml), relative to the cwd."""
-    from omegaconf import OmegaConf
+    from ragbench.tracking.store import tracking_defaults
 
-    conf = Path(__file__).resolve().parent / "conf" / "tracking" / "mlflow.yaml"
-    return str(OmegaConf.load(conf).uri)
+    return tracking_defaults()[0]
 
 
 def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None]:
     """The run's case rows, logged metrics and top-k (its ``retrieval.topk`` param)."""
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
+    from ragbench.tracking.store import sqlite_path
+
+    db = sqlite_path(uri)
+    if db is not None and not db.exists():
         raise UsageError(f"no MLflow store at {uri}; fix: run from the folder the jobs ran in, or pass --tracking-uri")
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException

@@ -83,8 +83,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     from ragbench.compare.comparison import regressions
     from ragbench.compare.report import print_table, write_json, write_report
     from ragbench.compare.runcases import load_baseline, save_baseline
-    from ragbench.compare.select import find_runs, load_cases, open_store, tracking_defaults
+    from ragbench.compare.select import find_runs, load_cases, open_store
     from ragbench.errors import RagbenchError
+    from ragbench.tracking.store import tracking_defaults
 
     try:
         default_uri, default_experiment = tracking_defaults()

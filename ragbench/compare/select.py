@@ -7,20 +7,12 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ragbench.compare.runcases import RunCases, from_rows
 from ragbench.errors import ConfigError
-
-
-def tracking_defaults() -> tuple[str, str]:
-    """(tracking uri, experiment) exactly as a job resolves them: conf/tracking/mlflow.yaml."""
-    from omegaconf import OmegaConf
-
-    conf = OmegaConf.load(str(resources.files("ragbench.conf").joinpath("tracking/mlflow.yaml")))
-    return str(conf.uri), str(conf.experiment)
+from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
 
 def open_store(uri: str) -> Any:

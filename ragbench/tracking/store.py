@@ -24,6 +24,17 @@ OUTPUT_FIX = ("run from a writable folder, or set hydra.run.dir (hydra.sweep.dir
               "tracking.artifact_root to writable paths")
 
 
+def tracking_defaults() -> tuple[str, str]:
+    """(tracking uri, experiment) exactly as a job resolves them: conf/tracking/mlflow.yaml (a relative
+    sqlite path is relative to the working folder). For the commands that read runs: compare, verify."""
+    from importlib import resources
+
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.load(str(resources.files("ragbench.conf").joinpath("tracking/mlflow.yaml")))
+    return str(conf.uri), str(conf.experiment)
+
+
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` URI, else None (a server or another database)."""
     if not uri.startswith("sqlite:///"):
