@@ -29,8 +29,12 @@ MASK = "***"
 SECRET_KEY = re.compile(r"(api_?key|access_?key|secret|password|passwd|token)$", re.IGNORECASE)
 # what an environment variable NAME looks like (a value in *.api_key_env must be one)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MIN_ENV_SECRET = 8  # shorter env values ("none", "1") are not masked in free text
-MIN_SECRET = 4  # shorter values given under a secret key are masked by the key rule only
+# A value shorter than this, or a placeholder key a local server accepts ("none", "EMPTY", "dummy"), is not
+# masked in free text: masking "none" everywhere turned "/nonexistent/path" into "/***xistent/path". The key
+# rule (``api_key=...``) still masks it where it is assigned; real provider keys are 20+ characters.
+MIN_SECRET = 8
+PLACEHOLDERS = frozenset({"none", "null", "empty", "dummy", "placeholder", "changeme", "not-needed", "notneeded",
+                          "no-key", "nokey", "sk-no-key-required", "unused", "anything", "password"})
 _ASSIGNMENT = re.compile(
     r"(?P<key>(?<![\w.\-+~])[+~]*[\w.\-]*(?:api_?key|access_?key|secret|password|passwd|token))"
     r"(?P<q>[\"']?)(?P<sep>[ \t]*[:=][ \t]*)"
@@ -52,13 +56,13 @@ def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key.lstrip("+~").rsplit(".", 1)[-1]))
 
 
-def register(value: Any, *, min_len: int = MIN_SECRET) -> None:
-    """Masks ``value`` in every later ``redact`` call (values shorter than ``min_len`` are ignored)."""
+def register(value: Any) -> None:
+    """Masks ``value`` in every later ``redact`` call (short values and placeholders are ignored)."""
     global _pattern
     if not isinstance(value, str):
         return
     value = value.strip()
-    if len(value) < min_len or value == MASK:
+    if len(value) < MIN_SECRET or value == MASK or value.lower() in PLACEHOLDERS:
         return
     with _lock:
         if value not in _secrets:
@@ -113,7 +117,7 @@ def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Registers the values of environment variables named like a secret (OPENAI_API_KEY, HF_TOKEN, ...)."""
     for name, value in (os.environ if environ is None else environ).items():
         if is_secret_key(name):
-            register(value, min_len=MIN_ENV_SECRET)
+            register(value)
 
 
 def register_overrides(overrides: Iterable[str]) -> None:
@@ -132,7 +136,7 @@ def register_overrides(overrides: Iterable[str]) -> None:
                 if piece and piece != "null" and not ENV_NAME.fullmatch(piece):
                     register(piece)
                 elif piece:
-                    register(os.environ.get(piece, ""), min_len=MIN_ENV_SECRET)
+                    register(os.environ.get(piece, ""))
 
 
 def check_config(config: Any, path: str = "") -> None:
@@ -161,7 +165,7 @@ def _walk(node: Any, path: str, problems: list[ConfigError]) -> None:
     group = path.rsplit(".", 1)[0] if "." in path else path
     if path.endswith("api_key_env"):
         if ENV_NAME.fullmatch(node):
-            register(os.environ.get(node, ""), min_len=MIN_ENV_SECRET)
+            register(os.environ.get(node, ""))
             return
         register(node)
         problems.append(ConfigError(

@@ -110,3 +110,14 @@ def test_terminal_stream_and_files_are_masked(tmp_path):
     f.write_text(f"- +llm.api_key={KEY}\n- retrieval.topk=3\n")
     assert redact.redact_file(f) and KEY not in f.read_text() and "retrieval.topk=3" in f.read_text()
     assert not redact.redact_file(f)  # already clean: not rewritten
+
+
+@pytest.mark.parametrize("placeholder", ["none", "None", "EMPTY", "dummy", "sk-no-key-required", "not-needed", "1234567"])
+def test_placeholder_and_short_keys_never_mangle_free_text(placeholder: str) -> None:
+    # a local OpenAI-compatible server takes any key; masking "none" turned /nonexistent into /***xistent
+    redact.register(placeholder)
+    redact.register_environment({"OPENAI_API_KEY": placeholder})
+    text = f"could not load '/nonexistent/path' {placeholder.lower()}x"
+    assert redact.redact(text) == text
+    if placeholder.lower() not in ("none", "null"):  # the key rule still masks it where it is assigned
+        assert redact.redact(f"llm.api_key={placeholder}") == "llm.api_key=***"
