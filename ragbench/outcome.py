@@ -3,14 +3,14 @@ failed (``max_failure_rate``) or an endpoint's circuit breaker stopped the loop.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragbench.errors import ConfigError, JobFailedError
+from ragbench.errors import JobFailedError
 from ragbench.judge.aggregate import score_keys
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.types import CaseResult
+from ragbench.validate import real
 
 if TYPE_CHECKING:
     from ragbench.pipeline import Components
@@ -25,13 +25,7 @@ DEFAULT_MAX_FAILURE_RATE = 0.5
 def max_failure_rate(cfg: Mapping[str, Any]) -> float:
     """The validated top-level ``max_failure_rate`` (a share of cases in [0, 1])."""
     value = cfg.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0.0 <= value <= 1.0:
-        raise ConfigError(
-            f"max_failure_rate={value!r} is invalid; use a share of cases in [0, 1] (default "
-            f"{DEFAULT_MAX_FAILURE_RATE}): a job whose share of failed cases is above it ends FAILED"
-        )
-    return float(value)
+    return real("max_failure_rate", value, lo=0, hi=1, default=DEFAULT_MAX_FAILURE_RATE)
 
 
 def preflight(components: Components) -> None:

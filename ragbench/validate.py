@@ -19,13 +19,15 @@ def _range(lo: float | None, hi: float | None, *, lo_open: bool) -> str:
 
 
 def number(name: str, value: Any, *, lo: float | None = None, hi: float | None = None, integer: bool = False,
-           lo_open: bool = False, optional: bool = False) -> int | float | None:
-    """``value`` checked and returned as int or float; a ConfigError naming ``name`` and the valid range.
+           lo_open: bool = False, optional: bool = False, default: float | None = None) -> int | float | None:
+    """``value`` checked and returned as int or float; a one-line ConfigError naming ``name``, the bad value,
+    the valid range and the fix (``default``, when given, is named as a value that works).
 
     Rejects booleans, strings (``topk=abc``), NaN and infinities; ``optional`` also accepts None (null).
     """
     want = " ".join(filter(None, ["an integer" if integer else "a finite number", _range(lo, hi, lo_open=lo_open)]))
     want += " or null" if optional else ""
+    want += f" (default: {name}={default:g})" if default is not None else ""
     if value is None and optional:
         return None
     ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -39,3 +41,11 @@ def number(name: str, value: Any, *, lo: float | None = None, hi: float | None =
     if not ok:
         raise ConfigError(f"{name}={value!r} is not valid: use {want}")
     return value
+
+
+def real(name: str, value: Any, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+         default: float | None = None) -> float:
+    """:func:`number` for a key that is never null, returned as a float (``cache.lock_timeout_s=600``)."""
+    checked = number(name, value, lo=lo, hi=hi, lo_open=lo_open, default=default)
+    assert checked is not None
+    return float(checked)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import socket
 import time
@@ -21,7 +20,8 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ragbench.cache.files import write_json_atomic
-from ragbench.errors import CacheLockTimeout, ConfigError
+from ragbench.errors import CacheLockTimeout
+from ragbench.validate import real
 
 log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_S = 600.0
@@ -29,12 +29,8 @@ HOLDER_SUFFIX = ".holder"
 
 
 def check_timeout(value: Any) -> float:
-    """``cache.lock_timeout_s`` as a float: a finite number of seconds > 0."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    if not ok:
-        raise ConfigError(f"cache.lock_timeout_s={value!r} is not valid; give a finite number of seconds > 0 "
-                          f"(default {DEFAULT_TIMEOUT_S:.0f}), e.g. cache.lock_timeout_s=600")
-    return float(value)
+    """``cache.lock_timeout_s`` as a float: a finite number of seconds > 0 (the one numeric rule)."""
+    return real("cache.lock_timeout_s", value, lo=0, lo_open=True, default=DEFAULT_TIMEOUT_S)
 
 
 def holder_path(lock_path: Path) -> Path:

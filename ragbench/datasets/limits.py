@@ -8,20 +8,14 @@ import math
 import zipfile
 from dataclasses import dataclass
 
-from ragbench.errors import ConfigError, DatasetError
+from ragbench.errors import DatasetError
+from ragbench.validate import real
 
 MB = 1_000_000
 # 32 MB of text is ~30x the largest document of any supported dataset (a 10-K filing is ~1 MB of text)
 DEFAULT_MAX_DOCUMENT_MB = 32.0
 # a .docx or .pdf may expand to this much in total; real syllabi and filings expand to a few MB
 DEFAULT_MAX_DECOMPRESSED_MB = 200.0
-
-
-def positive_mb(key: str, value: object) -> float:
-    """``value`` as a finite number of MB > 0, else a ConfigError naming ``dataset.<key>`` and the range."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"dataset.{key} must be a finite number of MB > 0, got {value!r}")
-    return float(value)
 
 
 class TooLarge(Exception):
@@ -42,8 +36,9 @@ class Limits:
     max_decompressed_mb: float = DEFAULT_MAX_DECOMPRESSED_MB
 
     def __post_init__(self) -> None:
-        positive_mb("max_document_mb", self.max_document_mb)
-        positive_mb("max_decompressed_mb", self.max_decompressed_mb)
+        real("dataset.max_document_mb", self.max_document_mb, lo=0, lo_open=True, default=DEFAULT_MAX_DOCUMENT_MB)
+        real("dataset.max_decompressed_mb", self.max_decompressed_mb, lo=0, lo_open=True,
+             default=DEFAULT_MAX_DECOMPRESSED_MB)
 
     @property
     def document_chars(self) -> int:

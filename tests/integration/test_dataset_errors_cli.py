@@ -26,8 +26,8 @@ def _ragbench(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     # the command-line check (ragbench.config_check) answers these before the adapter is built
     (("dataset=locomo", "dataset.seed=nan"), "dataset.seed=nan is not valid", "use an integer >= 0"),
     (("dataset=qasper", "dataset.sample_size=-3"), "dataset.sample_size=-3 is not valid", "use an integer >= 1 or null"),
-    (("dataset=syllabusqa", "dataset.max_decompressed_mb=inf"), "dataset.max_decompressed_mb must be a finite",
-     "> 0"),
+    (("dataset=syllabusqa", "dataset.max_decompressed_mb=inf"), "dataset.max_decompressed_mb=inf is not valid",
+     "use a finite number > 0 (default: dataset.max_decompressed_mb=200)"),
 ])
 def test_bad_dataset_input_is_one_named_line(tmp_path, overrides, phrase, fix):
     proc = _ragbench(tmp_path, *overrides)

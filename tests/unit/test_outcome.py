@@ -21,7 +21,7 @@ def _case(i: int, failed: bool, error_type: str = "LLMServerError", error: str =
 
 @pytest.mark.parametrize("value", [-0.1, 1.01, math.nan, math.inf, "half", True, None])
 def test_bad_max_failure_rate_is_a_named_config_error(value):
-    with pytest.raises(ConfigError, match=r"max_failure_rate=.* is invalid; use a share of cases in \[0, 1\]"):
+    with pytest.raises(ConfigError, match=r"^max_failure_rate=.* is not valid: use a finite number in \[0, 1\] \(default: max_failure_rate=0\.5\)$"):
         max_failure_rate({"max_failure_rate": value})
 
 

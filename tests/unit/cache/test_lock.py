@@ -22,7 +22,7 @@ KEY = "cd" * 32
 
 @pytest.mark.parametrize("value", [0, -1, math.nan, math.inf, "abc", None, True, "600"])
 def test_lock_timeout_must_be_a_finite_positive_number(tmp_path, value):
-    with pytest.raises(ConfigError, match=r"cache.lock_timeout_s=.* finite number of seconds > 0"):
+    with pytest.raises(ConfigError, match=r"^cache\.lock_timeout_s=.* is not valid: use a finite number > 0 \(default: cache\.lock_timeout_s=600\)$"):
         StageCache(dir=str(tmp_path), lock_timeout_s=value)
 
 

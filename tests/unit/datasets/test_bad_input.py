@@ -328,9 +328,11 @@ CONFIG_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("num-docs-bool", {"num_docs": True}, "dataset.num_docs must be a whole number >= 1"),
     ("both-sampling-keys", {"num_docs": 1, "sample_size": 1}, "set only one of dataset.num_docs"),
     ("stratify-string", {"stratify": "yes"}, "dataset.stratify must be true or false"),
-    ("max-document-nan", {"max_document_mb": math.nan}, "dataset.max_document_mb must be a finite number of MB > 0"),
-    ("max-document-zero", {"max_document_mb": 0}, "dataset.max_document_mb must be a finite number of MB > 0"),
-    ("max-decompressed-inf", {"max_decompressed_mb": math.inf}, "dataset.max_decompressed_mb must be a finite number"),
+    ("max-document-nan", {"max_document_mb": math.nan},
+     "dataset.max_document_mb=nan is not valid: use a finite number > 0 (default: dataset.max_document_mb=32)"),
+    ("max-document-zero", {"max_document_mb": 0}, "dataset.max_document_mb=0 is not valid: use a finite number > 0"),
+    ("max-decompressed-inf", {"max_decompressed_mb": math.inf},
+     "dataset.max_decompressed_mb=inf is not valid: use a finite number > 0"),
     ("variant-bad", {"variant": "mini"}, "dataset.variant='mini' is not valid"),
 ]
 
