@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from ragbench.budget import LEDGER
 from ragbench.cache import keys
 from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
@@ -25,10 +27,19 @@ from ragbench.routing import route_for
 from ragbench.trace import expansion_stage, gold_path, stage
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query, Usage
 
-if TYPE_CHECKING:
-    from ragbench.pipeline import Components
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobLookup:
+    """What every case of a job reads: the chunk tree, each question's evidence map (by qid), the metric
+    cut-offs, and the corpus vectors with each chunk's row (for rerankers that need vectors, MMR)."""
+
+    tree: ChunkTree
+    evidence: Mapping[str, EvidenceMap]
+    ks: Sequence[int]
+    vectors: np.ndarray | None = None
+    row_of: Mapping[str, int] = field(default_factory=dict)
 
 
 class CaseRunner:
@@ -43,18 +54,17 @@ class CaseRunner:
         self,
         query: Query,
         hits: list[Hit],
-        tree: ChunkTree,
-        emap: EvidenceMap,
-        ks: Sequence[int],
-        qvec: np.ndarray | None,
-        vectors: np.ndarray | None,
-        row_of: Mapping[str, int],
-        search_s: float | None,
+        lookup: JobLookup,
+        *,
+        qvec: np.ndarray | None = None,
+        search_s: float | None = None,
         votes: Mapping[str, int] | None = None,
         stages: Sequence[tuple[str, Sequence[Hit]]] = (),
     ) -> CaseResult:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
+        tree, emap, ks, vectors, row_of = (lookup.tree, lookup.evidence[query.qid], lookup.ks, lookup.vectors,
+                                           lookup.row_of)
         latency: dict[str, float] = {} if search_s is None else {"search": search_s}
         if self.halted is not None:  # the endpoint is down or the key wrong: not run, failed, not lost
             return CaseResult(query=query, hits=tuple(hits[: max(ks)]), contexts=(), answer=None, scores={},

@@ -13,7 +13,7 @@ from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.types import CaseResult
 
 if TYPE_CHECKING:
-    from ragbench.pipeline import Components
+    from ragbench.components import Components
 
 # More than half the cases failed: the end-to-end figures are then mostly the zeros of failed cases,
 # a measure of the fault rather than of the configuration, and a sweep ranking would be decided by

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,77 +25,30 @@ from ragbench.cache.entries import (
     texts_digest,
 )
 from ragbench.cache.store import StageCache, make_key
-from ragbench.cases import CaseRunner
+from ragbench.cases import CaseRunner, JobLookup
+from ragbench.components import Components, JobResult
 from ragbench.errors import ConfigError, IndexMismatchError
-from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
+from ragbench.evidence import EvidenceMatcher, match_stats
 from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import (
     BaselineRetriever,
-    Chunker,
-    DatasetAdapter,
     Embedder,
-    Expander,
-    Generator,
-    Judge,
     LoadableEmbedder,
-    Reranker,
-    Retriever,
 )
 from ragbench.query.plan import plan_queries
-from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
 from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
-from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH, search_all, time_single
+from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.scope import DocumentScope, check_scope
-from ragbench.routing import Route, max_topk
+from ragbench.routing import max_topk
 from ragbench.trace import branch_stages, child_rankings, trace_counts
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class Components:
-    """Everything one job runs, already instantiated from the config."""
-
-    dataset: DatasetAdapter
-    chunker: Chunker
-    embedder: Embedder | None
-    retriever: Retriever
-    topk: int
-    rerankers: Sequence[Reranker]
-    candidates: int
-    expander: Expander
-    generator: Generator | None  # None under stages=retrieval (ragbench.stages)
-    judges: Mapping[str, Judge]
-    scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
-    search_depth: int = DEFAULT_SEARCH_DEPTH  # retrieval.search_depth (ragbench.retrieval.batch)
-    query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
-    query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
-    trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
-    routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
-
-    def __post_init__(self) -> None:
-        check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """What a job produced: the tracker logs it, the terminal summarises it."""
-
-    evalset: EvalSet
-    tree: ChunkTree
-    cases: tuple[CaseResult, ...]
-    metrics: Mapping[str, float]
-    fingerprints: Mapping[str, str]
-    timings: Mapping[str, float]
-    counts: Mapping[str, int]
-    evidence: Mapping[str, EvidenceMap] = field(default_factory=dict)
-    cache_keys: Mapping[str, str] = field(default_factory=dict)
 
 
 class Pipeline:
@@ -260,14 +213,15 @@ class Pipeline:
         row_of = {cid: i for i, cid in enumerate(ids)}
 
         cases_runner = CaseRunner(self.c, self.cache)
+        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of)
 
         def one(i: int) -> CaseResult:
-            return cases_runner.run(queries[i], hits_all[i], tree, emaps[queries[i].qid], ks,
-                              None if qvecs is None else qvecs[starts[i]], vectors, row_of,
-                              search_s[i] if search_s else None, votes=votes_all[i],
-                              stages=branch_stages(plan.rankings(hits_flat, i),
-                                                   children[starts[i]: starts[i] + len(plan.variants[i])])
-                              if c.trace else ())
+            return cases_runner.run(queries[i], hits_all[i], lookup,
+                                    qvec=None if qvecs is None else qvecs[starts[i]],
+                                    search_s=search_s[i] if search_s else None, votes=votes_all[i],
+                                    stages=branch_stages(plan.rankings(hits_flat, i),
+                                                         children[starts[i]: starts[i] + len(plan.variants[i])])
+                                    if c.trace else ())
 
         cases: list[CaseResult] = []
         workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))

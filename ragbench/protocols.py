@@ -118,6 +118,19 @@ class Judge(Protocol):
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]: ...
 
 
+@runtime_checkable
+class QueryTransform(Protocol):
+    """Maps a question to the texts searched for it (``query=none|rules|multi_query|hyde``,
+    ragbench.query.transforms)."""
+
+    name: str
+    lexical_ok: bool  # False: its variants are not questions (hyde), refused with a lexical retriever
+
+    def variants(self, query: Query) -> tuple[str, ...]: ...
+
+    def params(self) -> Mapping[str, Any]: ...
+
+
 # Optional capabilities: a component has one of these on top of its stage protocol; the pipeline and the
 # planner narrow with ``isinstance`` instead of probing attributes.
 

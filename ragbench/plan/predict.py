@@ -18,9 +18,10 @@ from typing import Any
 from ragbench.cache import keys
 from ragbench.cache.entries import answer_from, index_fingerprint, load_hits, verdict_with_notes
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.evidence import EvidenceMatcher
 from ragbench.expand import count_tokens
-from ragbench.pipeline import Components, search_depth, searched_tree
+from ragbench.pipeline import search_depth, searched_tree
 from ragbench.protocols import BaselineRetriever, PromptedGenerator, PromptedJudge
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.types import Answer, ChunkTree, Context, Level, Query

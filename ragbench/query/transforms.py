@@ -14,9 +14,10 @@ import hashlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ragbench.errors import ConfigError
+from ragbench.protocols import QueryTransform
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
 
@@ -32,18 +33,6 @@ HYDE_PROMPT = (
     "Write only the passage.\n\nQuestion: {question}"
 )
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+[:.)])\s*", re.IGNORECASE)
-
-
-@runtime_checkable
-class QueryTransform(Protocol):
-    """What the pipeline asks of a transform."""
-
-    name: str
-    lexical_ok: bool  # False: its variants are not questions (hyde), refused with a lexical retriever
-
-    def variants(self, query: Query) -> tuple[str, ...]: ...
-
-    def params(self) -> Mapping[str, Any]: ...
 
 
 def _hash(text: str) -> str:

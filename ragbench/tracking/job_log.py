@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ragbench import __version__
+from ragbench.components import JobResult
 from ragbench.judge.aggregate import metric_name
-from ragbench.pipeline import JobResult
 from ragbench.trace import gold_path_tags
 from ragbench.tracking.case_record import case_record
 from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps

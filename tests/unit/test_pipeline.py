@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import ConfigError
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.pipeline import Components, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.types import Level, Paragraph, Section
 from tests.fixtures.components import FlakyAnswerer, fails
