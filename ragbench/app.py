@@ -71,6 +71,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
         search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
+        parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
         **query_options(cfg, _instantiate),
     )
     return components, _instantiate(cfg.cache)

@@ -20,7 +20,7 @@ from ragbench.evidence import EvidenceMap, context_has_evidence, relevant_search
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
-from ragbench.protocols import Judge
+from ragbench.protocols import ExplainingJudge, Judge
 from ragbench.rerank.fallback import rerank_or_keep
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.routing import route_for
@@ -85,7 +85,7 @@ class CaseRunner:
                 chunk_vecs = None
                 if reranker.needs_vectors and vectors is not None:
                     chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final if h.chunk_id in row_of}
-                extra = {"votes": votes or {}} if getattr(reranker, "needs_votes", False) else {}
+                extra = {"votes": votes or {}} if reranker.needs_votes else {}
                 final = rerank_or_keep(reranker, query, final, trace, tree=tree, k=len(final),
                                        query_vector=qvec, chunk_vectors=chunk_vecs, **extra)
                 if c.trace:
@@ -98,7 +98,7 @@ class CaseRunner:
             if c.trace:
                 trace["stages"].append(stage("topk", final[:topk], gold))
             scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk))
-            if emap.matched and getattr(c.dataset, "name", "") in DOC_RECALL_DATASETS:
+            if emap.matched and c.dataset.name in DOC_RECALL_DATASETS:
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()
             contexts = tuple(expander.expand(final if oracle else final[:topk], tree))
@@ -154,10 +154,10 @@ class CaseRunner:
                 answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
         """A judge's scores; judges that name an ``identity`` (model judges) are cached per case, with
         the rubric names and reasoning they explain (``judge_notes``) put into ``notes``."""
-        identity = getattr(judge, "identity", None)
         notes = {} if notes is None else notes
-        if identity is None:
+        if not isinstance(judge, ExplainingJudge):
             return judge.judge(query, contexts, answer)
+        identity = judge.identity
         key = keys.verdict_key(identity, answer_key, answer, query)
         cached = self.cache.get_record("verdicts", key, parse=verdict_with_notes)
         if cached is not None:
@@ -166,8 +166,7 @@ class CaseRunner:
                                        completion_tokens=int(cached[0].get("judge/completion_tokens", 0)),
                                        cost_usd=float(cached[0].get("judge/cost_usd", 0.0)), cached=True))
             return cached[0]
-        explain = getattr(judge, "judge_notes", None)
-        scores, explained = explain(query, contexts, answer) if explain else (judge.judge(query, contexts, answer), {})
+        scores, explained = judge.judge_notes(query, contexts, answer)
         notes.update(explained)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
             self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid},

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ragbench.errors import ConfigError
 from ragbench.evidence import EvidenceMap
 from ragbench.protocols import (
     Chunker,
@@ -22,6 +23,8 @@ from ragbench.query.transforms import NoQueryTransform, check_transform
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.routing import Route
 from ragbench.types import CaseResult, ChunkTree, EvalSet
+
+PARENT_VECTORS = ("none", "mean", "direct")  # retrieval.parent_vectors
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,14 @@ class Components:
     query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
     trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
     routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
+    # retrieval.parent_vectors: also search the parents of the searched chunks, their vectors the mean of
+    # their children's (EasyRAG's propagation) or embedded directly
+    parent_vectors: str = "none"
 
     def __post_init__(self) -> None:
+        if self.parent_vectors not in PARENT_VECTORS:
+            raise ConfigError(f"retrieval.parent_vectors={self.parent_vectors!r} is not valid; choose one of "
+                              f"{list(PARENT_VECTORS)}")
         check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
 
 

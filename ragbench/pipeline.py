@@ -23,6 +23,7 @@ from ragbench.cache.entries import (
     save_hits,
     save_vectors,
     texts_digest,
+    vectors_identity,
 )
 from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner, JobLookup
@@ -31,11 +32,7 @@ from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import EvidenceMatcher, match_stats
 from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
 from ragbench.judge.retrieval import metric_ks
-from ragbench.protocols import (
-    BaselineRetriever,
-    Embedder,
-    LoadableEmbedder,
-)
+from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder
 from ragbench.query.plan import plan_queries
 from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
@@ -92,11 +89,11 @@ class Pipeline:
         """Corpus vectors, from the cache when this corpus was embedded by this embedder before."""
         emb = self.c.embedder
         assert emb is not None
-        parents = getattr(emb, "parent_vectors", "none")
-        libraries = library_versions()
-        expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
-                    "parent_vectors": parents, "libraries": libraries}
-        key = keys.index_key(chunks_key, emb.identity)
+        parents = self.c.parent_vectors
+        identity = vectors_identity(emb, parents)
+        expected = {"embedder": identity, "chunks_key": chunks_key, "count": len(ids),
+                    "parent_vectors": parents, "libraries": library_versions()}
+        key = keys.index_key(chunks_key, identity)
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -144,7 +141,7 @@ class Pipeline:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
-        tree = searched_tree(tree, c.embedder)
+        tree = searched_tree(tree, c.parent_vectors)
         chunks_key = keys.chunks_key(evalset.documents, c.chunker)
         self.cache.keys["chunks"] = chunks_key
         searchable = tree.searchable()
@@ -156,14 +153,14 @@ class Pipeline:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
         queries = list(evalset.queries)
         plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
-                                                         workers=getattr(c.query, "max_concurrency", 1)))
+                                                         workers=c.query.max_concurrency))
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
         owners = plan.owners(queries)
         ks = metric_ks(c.topk)
         needed = needed_depth(c)
         depth = search_depth(c)  # one depth for every top-k of a sweep (hits are cut back to `needed`)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
-        index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
+        index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope, parent_vectors=c.parent_vectors)
         vectors = qvecs = None
 
         def search() -> list[list[Hit]]:
@@ -191,7 +188,7 @@ class Pipeline:
         hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
         hits_all, votes_all = plan.fuse(hits_flat, needed)
         children: list[list[Any]] = []
-        if c.trace and getattr(c.retriever, "children", None):  # each child's ranking: rebuilt (small runs)
+        if c.trace and isinstance(c.retriever, FusedRetriever) and c.retriever.children:  # each child's ranking: rebuilt (small runs)
             if retriever_vectors and (vectors is None or qvecs is None):
                 vectors, qvecs = self._vectors(chunks_key, tree, ids, texts), self._query_vectors(qtexts)
             if scoped is None:
@@ -224,7 +221,7 @@ class Pipeline:
                                     if c.trace else ())
 
         cases: list[CaseResult] = []
-        workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))
+        workers = 1 if c.generator is None else max(1, int(c.generator.max_concurrency))
         start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for n, case in enumerate(pool.map(one, range(len(queries))), start=1):
@@ -249,8 +246,8 @@ class Pipeline:
             log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
                         int(metrics["rerank/fallbacks"]), len(cases))
         metrics.update(trace_counts(cs.trace for cs in cases))
-        metrics["query/transform_failures"] = float(getattr(c.query, "failures", 0))
-        metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
+        metrics["query/transform_failures"] = float(c.query.failures)
+        metrics["ingest/model_loaded"] = float(isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded)
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),
@@ -267,9 +264,9 @@ class Pipeline:
         )
 
 
-def searched_tree(tree: ChunkTree, embedder: Embedder | None) -> ChunkTree:
-    """The tree as searched: with ``parent_vectors`` the parents are searched too."""
-    if getattr(embedder, "parent_vectors", "none") != "none":
+def searched_tree(tree: ChunkTree, parent_vectors: str) -> ChunkTree:
+    """The tree as searched: with ``retrieval.parent_vectors`` the parents are searched too."""
+    if parent_vectors != "none":
         return replace(tree, also_searched=(Level(tree.search_level + 1),))
     return tree
 

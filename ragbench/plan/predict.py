@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragbench.cache import keys
-from ragbench.cache.entries import answer_from, index_fingerprint, load_hits, verdict_with_notes
+from ragbench.cache.entries import (
+    answer_from,
+    index_fingerprint,
+    load_hits,
+    vectors_identity,
+    verdict_with_notes,
+)
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.evidence import EvidenceMatcher
@@ -64,11 +70,11 @@ def _words(messages: Sequence[Mapping[str, str]]) -> int:
 
 def _estimated_contexts(c: Components, tree: ChunkTree) -> tuple[Context, ...]:
     """top-k contexts of the mean size of the expander's target level (capped by its token budget)."""
-    level = Level(min(int(getattr(c.expander, "parent_depth", tree.search_level)), max(ch.level for ch in tree.chunks.values())))
+    level = Level(min(c.expander.parent_depth, max(ch.level for ch in tree.chunks.values())))
     sizes = [count_tokens(ch.text) for ch in tree.chunks.values() if ch.level == level] or [0]
     size = sum(sizes) / len(sizes)
     n = c.topk
-    cap = getattr(c.expander, "max_context_tokens", None)
+    cap = c.expander.max_context_tokens
     words = [int(size)] * n
     if cap is not None:
         words = [max(0, min(w, cap - sum(words[:i]))) for i, w in enumerate(words)]
@@ -105,16 +111,16 @@ def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapp
     evalset = loaded.get(ds_key) or loaded.setdefault(ds_key, c.dataset.load())
     ck = keys.chunks_key(evalset.documents, c.chunker)
     tree = loaded.get(ck) or loaded.setdefault(ck, c.chunker.chunk(evalset.documents))
-    tree = searched_tree(tree, c.embedder)
+    tree = searched_tree(tree, c.parent_vectors)
     queries = list(evalset.queries)
-    index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
+    index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope, parent_vectors=c.parent_vectors)
     searchable = tree.searchable()
     vectors = c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)
     base = baseline_of(c.retriever)
     if base:
         cached_ingest, to_embed = True, 0
     elif vectors and c.embedder is not None:
-        folder = cache.dir / "index" / keys.index_key(ck, c.embedder.identity)
+        folder = cache.dir / "index" / keys.index_key(ck, vectors_identity(c.embedder, c.parent_vectors))
         cached_ingest = cache.reads and folder.is_dir()
         to_embed = 0 if cached_ingest else len({ch.text for ch in searchable})
     else:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
-from ragbench.protocols import QueryTransform
+from ragbench.protocols import FusedRetriever, QueryTransform, Retriever
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
 
@@ -45,6 +45,7 @@ class NoQueryTransform:
     name = "none"
     lexical_ok = True
     failures = 0
+    max_concurrency = 1
 
     def variants(self, query: Query) -> tuple[str, ...]:
         return (query.text,)
@@ -59,6 +60,7 @@ class RuleExpansion:
     name = "rules"
     lexical_ok = True
     failures = 0
+    max_concurrency = 1
 
     def __init__(self, *, rules: Sequence[str] = RULES) -> None:
         unknown = [r for r in rules if r not in RULES]
@@ -149,10 +151,10 @@ def parse_subqueries(question: str, reply: str, n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_transform(transform: QueryTransform, retriever: Any) -> None:
+def check_transform(transform: QueryTransform, retriever: Retriever) -> None:
     """A one-line ConfigError when the transform cannot run with the retriever (hyde with BM25)."""
-    children = getattr(retriever, "children", None) or [retriever]
-    lexical = [type(c).__name__ for c in children if not getattr(c, "needs_vectors", False)]
+    children = retriever.children if isinstance(retriever, FusedRetriever) and retriever.children else [retriever]
+    lexical = [type(c).__name__ for c in children if not c.needs_vectors]
     if not transform.lexical_ok and lexical:
         raise ConfigError(
             f"query={transform.name} embeds a hypothetical answer as the query, but the retriever has a lexical "

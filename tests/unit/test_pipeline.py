@@ -66,17 +66,17 @@ def test_cache_reuses_vectors_retrieval_and_answers(tmp_path):
 
 
 def test_parent_vectors_mean_pool_children(tmp_path):
-    emb = HashEmbedder(parent_vectors="mean")
+    emb = HashEmbedder()
     retriever = FaissRetriever()
-    result = Pipeline(components(embedder=emb, retriever=retriever)).run()
+    result = Pipeline(components(embedder=emb, retriever=retriever, parent_vectors="mean")).run()
     assert result.counts["searchable_chunks"] == 4 + 3  # sentences, then paragraphs
     assert emb.calls[0] == 4  # only sentences are embedded; parents are pooled
     index = retriever._index  # noqa: SLF001 - read back the stored vectors
     vecs = index.reconstruct_n(0, index.ntotal)
     mean = vecs[0] + vecs[1]
     np.testing.assert_allclose(vecs[4], mean / np.linalg.norm(mean), rtol=1e-5)  # paragraph a#s0.p0
-    direct = HashEmbedder(parent_vectors="direct")
-    Pipeline(components(embedder=direct)).run()
+    direct = HashEmbedder()
+    Pipeline(components(embedder=direct, parent_vectors="direct")).run()
     # 4 sentences + 3 paragraphs, but two paragraphs are one sentence long: 5 distinct texts encoded
     assert direct.calls[0] == 5
     hits = [h.chunk_id for c in result.cases for h in c.hits]
