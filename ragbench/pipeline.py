@@ -29,18 +29,17 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner, JobLookup
 from ragbench.components import Components, JobResult
 from ragbench.errors import ConfigError, IndexMismatchError
-from ragbench.evidence import EvidenceMatcher, match_stats
-from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
+from ragbench.evidence import EvidenceMatcher
+from ragbench.job_metrics import assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder
 from ragbench.query.plan import plan_queries
-from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.scope import DocumentScope, check_scope
 from ragbench.routing import max_topk
-from ragbench.trace import branch_stages, child_rankings, trace_counts
+from ragbench.trace import branch_stages, child_rankings
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
 log = logging.getLogger(__name__)
@@ -228,26 +227,11 @@ class Pipeline:
                 cases.append(case)
                 self.progress("cases", n, len(queries))
         self.timings["cases"] = time.perf_counter() - start
-        metrics = aggregate(cases, score_keys(c.judges.values()))
-        search_total = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
-        metrics["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
-        metrics["latency/model_load_ms"] = 1000.0 * self.timings.get("model_load", 0.0)  # one-off, kept apart
-        if single_s:
-            metrics["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
-            metrics["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
-        for key, value in match_stats(emaps).items():
-            metrics[key] = float(value)
-        metrics.update(self.cache.counters())
-        metrics["ingest/embedded_texts"] = float(self.embedded_texts)
-        if scoped is not None:  # questions naming no document searched the whole corpus
-            metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
-        metrics["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
-        if metrics["rerank/fallbacks"]:
-            log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
-                        int(metrics["rerank/fallbacks"]), len(cases))
-        metrics.update(trace_counts(cs.trace for cs in cases))
-        metrics["query/transform_failures"] = float(c.query.failures)
-        metrics["ingest/model_loaded"] = float(isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded)
+        metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
+            timings=self.timings, queries=queries, single_s=single_s, evidence=emaps,
+            cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts, scoped=scoped is not None,
+            cases=cases, transform_failures=c.query.failures,
+            model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded))
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),
