@@ -166,18 +166,21 @@ class BaselineRetriever(Protocol):
 
 @runtime_checkable
 class PromptedGenerator(Protocol):
-    """A generator that sends chat prompts to a model; ``prompts`` lists the messages of one case."""
+    """A generator that sends chat prompts to ``model``; ``prompts`` lists the messages of one case."""
 
     identity: str
+    model: str
 
     def prompts(self, query: Query, contexts: Sequence[Context]) -> list[list[dict[str, str]]]: ...
 
 
 @runtime_checkable
 class PromptedJudge(Protocol):
-    """A model judge: ``identity`` enters its verdict cache key; ``prompts`` lists one case's requests."""
+    """A model judge: ``identity`` enters its verdict cache key; ``prompts`` lists one case's requests to
+    ``model``."""
 
     identity: str
+    model: str
 
     def prompts(self, query: Query, contexts: Sequence[Context], answer: Answer) -> list[list[dict[str, str]]]: ...
 
@@ -212,5 +215,16 @@ class DepthLimited(Protocol):
 @runtime_checkable
 class Preflight(Protocol):
     """A component that loads or contacts its model once, before the first case (ragbench.outcome)."""
+
+    def preflight(self) -> None: ...
+
+
+@runtime_checkable
+class RemoteEmbedder(Protocol):
+    """An embedder that sends ``batch_size`` texts per request to an embedding API ``model`` (billed, and
+    contacted once before the first case)."""
+
+    model: str
+    batch_size: int
 
     def preflight(self) -> None: ...

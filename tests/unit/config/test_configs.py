@@ -136,7 +136,8 @@ IMPLEMENTATIONS = _implementations()
 CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.BaselineRetriever: protocols.Retriever,
                 protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge,
                 protocols.ExplainingJudge: protocols.Judge, protocols.FusedRetriever: protocols.Retriever,
-                protocols.DepthLimited: protocols.Retriever, protocols.Preflight: protocols.Generator}
+                protocols.DepthLimited: protocols.Retriever, protocols.Preflight: protocols.Generator,
+                protocols.RemoteEmbedder: protocols.Embedder}
 
 
 def test_contract_covers_every_protocol():
