@@ -85,7 +85,7 @@ class _LLMTransform:
     def __init__(self, *, client: Any) -> None:
         self.client = client
         self.failures = 0
-        self.max_concurrency = int(getattr(client, "max_concurrency", 1))
+        self.max_concurrency = int(client.max_concurrency)  # an LLMClient (ragbench.llm.client)
 
     def _ask(self, question: str, **fields: Any) -> str | None:
         try:
