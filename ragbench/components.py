@@ -55,6 +55,10 @@ class Components:
         if self.parent_vectors not in PARENT_VECTORS:
             raise ConfigError(f"retrieval.parent_vectors={self.parent_vectors!r} is not valid; choose one of "
                               f"{list(PARENT_VECTORS)}")
+        for kind, part, proto in (*(("reranker", r, Reranker) for r in self.rerankers), ("expander", self.expander,
+                                  Expander), *(("judge", j, Judge) for j in self.judges.values()),
+                                  ("query transform", self.query, QueryTransform)):
+            check_stage(kind, part, proto)
         check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
 
 
@@ -71,3 +75,14 @@ class JobResult:
     counts: Mapping[str, int]
     evidence: Mapping[str, EvidenceMap] = field(default_factory=dict)
     cache_keys: Mapping[str, str] = field(default_factory=dict)
+
+
+def check_stage(kind: str, part: object, proto: type) -> None:
+    """A one-line ConfigError, before anything runs, when a component lacks a member of its stage
+    Protocol (a custom reranker without ``needs_votes``). Not for embedders: their ``dim`` may call an API."""
+    if isinstance(part, proto):
+        return
+    members = sorted({*proto.__annotations__, *(n for n, v in vars(proto).items() if callable(v) and n[0] != "_")})
+    missing = [m for m in members if not hasattr(part, m)]
+    raise ConfigError(f"{kind} {type(part).__module__}.{type(part).__qualname__} lacks {missing} of "
+                      f"ragbench.protocols.{proto.__name__}; declare them (see that Protocol's docstring)")

@@ -112,3 +112,28 @@ def test_each_distinct_text_is_encoded_once():
     assert result.counts["searchable_chunks"] == 7 and emb.calls[0] == 5
     assert result.counts["embedded_texts"] == 5
     assert result.metrics["cases/failed"] == 0
+
+
+class _NoVotes:  # a custom reranker written before Reranker.needs_votes existed
+    needs_vectors = False
+
+    def rerank(self, query, hits, **kw):  # noqa: ANN001, ANN003
+        return list(hits)
+
+
+class _NoKeys:  # a custom judge that declares no score_keys
+    def judge(self, query, contexts, answer):  # noqa: ANN001
+        return {}
+
+
+@pytest.mark.parametrize(("over", "message"), [
+    ({"rerankers": [_NoVotes()]}, "reranker tests.unit.test_pipeline._NoVotes lacks ['needs_votes'] of "
+                                  "ragbench.protocols.Reranker"),
+    ({"judges": {"mine": _NoKeys()}}, "judge tests.unit.test_pipeline._NoKeys lacks ['score_keys'] of "
+                                      "ragbench.protocols.Judge"),
+    ({"parent_vectors": "max"}, "retrieval.parent_vectors='max' is not valid; choose one of ['none', 'mean', 'direct']"),
+])
+def test_a_component_missing_a_protocol_member_is_one_line_before_anything_runs(over, message):
+    with pytest.raises(ConfigError) as err:
+        components(**over)
+    assert message in str(err.value) and "\n" not in str(err.value)
