@@ -152,8 +152,8 @@ class CaseRunner:
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
                 answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
-        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case, with
-        the rubric names and reasoning they explain (``judge_notes``) put into ``notes``."""
+        """A judge's scores; model judges (``ExplainingJudge``: an ``identity`` and ``judge_notes``) are
+        cached per case, with the rubric names and reasoning they explain put into ``notes``."""
         notes = {} if notes is None else notes
         if not isinstance(judge, ExplainingJudge):
             return judge.judge(query, contexts, answer)
