@@ -22,10 +22,11 @@ def main() -> None:
     args = parser.parse_args()
 
     from ragbench.cache.store import StageCache
+    from ragbench.components import Components
     from ragbench.datasets.locomo import LocomoAdapter
     from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder
     from ragbench.ingest.hierarchical import HierarchicalChunker
-    from ragbench.pipeline import Components, Pipeline
+    from ragbench.pipeline import Pipeline
     from ragbench.retrieval.dense import FaissRetriever
 
     adapter = LocomoAdapter(name="locomo")

@@ -16,10 +16,11 @@ from omegaconf import DictConfig, OmegaConf
 from ragbench import __version__, redact
 from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
 from ragbench.cache.store import StageCache
+from ragbench.components import Components, JobResult
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
-from ragbench.pipeline import Components, JobResult, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.plan.rates import record_rates
 from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
@@ -70,6 +71,7 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
         search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
+        parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
         **query_options(cfg, _instantiate),
     )
     return components, _instantiate(cfg.cache)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -13,22 +14,32 @@ from ragbench.budget import LEDGER
 from ragbench.cache import keys
 from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import EvidenceMap, context_has_evidence, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
-from ragbench.protocols import Judge
+from ragbench.protocols import ExplainingJudge, Judge
 from ragbench.rerank.fallback import rerank_or_keep
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.routing import route_for
 from ragbench.trace import expansion_stage, gold_path, stage
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query, Usage
 
-if TYPE_CHECKING:
-    from ragbench.pipeline import Components
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobLookup:
+    """What every case of a job reads: the chunk tree, each question's evidence map (by qid), the metric
+    cut-offs, and the corpus vectors with each chunk's row (for rerankers that need vectors, MMR)."""
+
+    tree: ChunkTree
+    evidence: Mapping[str, EvidenceMap]
+    ks: Sequence[int]
+    vectors: np.ndarray | None = None
+    row_of: Mapping[str, int] = field(default_factory=dict)
 
 
 class CaseRunner:
@@ -43,18 +54,17 @@ class CaseRunner:
         self,
         query: Query,
         hits: list[Hit],
-        tree: ChunkTree,
-        emap: EvidenceMap,
-        ks: Sequence[int],
-        qvec: np.ndarray | None,
-        vectors: np.ndarray | None,
-        row_of: Mapping[str, int],
-        search_s: float | None,
+        lookup: JobLookup,
+        *,
+        qvec: np.ndarray | None = None,
+        search_s: float | None = None,
         votes: Mapping[str, int] | None = None,
         stages: Sequence[tuple[str, Sequence[Hit]]] = (),
     ) -> CaseResult:
         """One query: rerank, expand, generate, judge. Any exception marks the case failed, never lost."""
         c = self.c
+        tree, emap, ks, vectors, row_of = (lookup.tree, lookup.evidence[query.qid], lookup.ks, lookup.vectors,
+                                           lookup.row_of)
         latency: dict[str, float] = {} if search_s is None else {"search": search_s}
         if self.halted is not None:  # the endpoint is down or the key wrong: not run, failed, not lost
             return CaseResult(query=query, hits=tuple(hits[: max(ks)]), contexts=(), answer=None, scores={},
@@ -75,7 +85,7 @@ class CaseRunner:
                 chunk_vecs = None
                 if reranker.needs_vectors and vectors is not None:
                     chunk_vecs = {h.chunk_id: vectors[row_of[h.chunk_id]] for h in final if h.chunk_id in row_of}
-                extra = {"votes": votes or {}} if getattr(reranker, "needs_votes", False) else {}
+                extra = {"votes": votes or {}} if reranker.needs_votes else {}
                 final = rerank_or_keep(reranker, query, final, trace, tree=tree, k=len(final),
                                        query_vector=qvec, chunk_vectors=chunk_vecs, **extra)
                 if c.trace:
@@ -88,7 +98,7 @@ class CaseRunner:
             if c.trace:
                 trace["stages"].append(stage("topk", final[:topk], gold))
             scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk))
-            if emap.matched and getattr(c.dataset, "name", "") in DOC_RECALL_DATASETS:
+            if emap.matched and c.dataset.name in DOC_RECALL_DATASETS:
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()
             contexts = tuple(expander.expand(final if oracle else final[:topk], tree))
@@ -142,12 +152,12 @@ class CaseRunner:
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
                 answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
-        """A judge's scores; judges that name an ``identity`` (model judges) are cached per case, with
-        the rubric names and reasoning they explain (``judge_notes``) put into ``notes``."""
-        identity = getattr(judge, "identity", None)
+        """A judge's scores; model judges (``ExplainingJudge``: an ``identity`` and ``judge_notes``) are
+        cached per case, with the rubric names and reasoning they explain put into ``notes``."""
         notes = {} if notes is None else notes
-        if identity is None:
+        if not isinstance(judge, ExplainingJudge):
             return judge.judge(query, contexts, answer)
+        identity = judge.identity
         key = keys.verdict_key(identity, answer_key, answer, query)
         cached = self.cache.get_record("verdicts", key, parse=verdict_with_notes)
         if cached is not None:
@@ -156,8 +166,7 @@ class CaseRunner:
                                        completion_tokens=int(cached[0].get("judge/completion_tokens", 0)),
                                        cost_usd=float(cached[0].get("judge/cost_usd", 0.0)), cached=True))
             return cached[0]
-        explain = getattr(judge, "judge_notes", None)
-        scores, explained = explain(query, contexts, answer) if explain else (judge.judge(query, contexts, answer), {})
+        scores, explained = judge.judge_notes(query, contexts, answer)
         notes.update(explained)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
             self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid},

@@ -138,6 +138,7 @@ def check_config(cfg: DictConfig) -> None:
         unknown = sorted({str(k) for k in node.keys()} - known) if known is not None else []
         if unknown and known is not None:
             key = unknown[0]
+            _moved(f"{group}.{key}")
             raise ConfigError(f"{group}.{key} is not a setting of the {group} group; "
                               f"{_close(key, sorted(known), f'{group}.')}")
     resolved = OmegaConf.to_container(cfg, resolve=True)
@@ -171,6 +172,15 @@ def _walk(path: list[str], node: Any, done: list[str], chosen: str = "") -> None
             raise ConfigError(f"{here} is a single value, it has no key '{part}'; override it as {here}=...")
 
 
+# keys that moved to another group: their old spelling names the new one
+MOVED = {"embedder.parent_vectors": "retrieval.parent_vectors"}
+
+
+def _moved(key: str) -> None:
+    if key in MOVED:
+        raise ConfigError(f"{key} has moved: use {MOVED[key]} (the chunk tree searched is a retrieval setting)")
+
+
 def check_overrides(args: list[str]) -> None:
     """Plain ``key=value`` overrides whose key exists in no config file, before Hydra composes."""
     try:
@@ -191,6 +201,8 @@ def check_overrides(args: list[str]) -> None:
     defaults = {str(k): str(v) for d in root.get("defaults", []) if isinstance(d, DictConfig) for k, v in d.items()}
     for o in parsed:
         key = o.key_or_group
+        if not o.is_delete():
+            _moved(key)
         if o.is_add() or o.is_force_add() or o.is_delete() or key.startswith("hydra") or o.package:
             continue
         first, *rest = key.split(".")

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ragbench.errors import JobFailedError
 from ragbench.judge.aggregate import score_keys
 from ragbench.llm.errors import LLMCircuitOpenError
+from ragbench.protocols import Judge, Preflight
 from ragbench.types import CaseResult
 from ragbench.validate import real
 
 if TYPE_CHECKING:
-    from ragbench.pipeline import Components
+    from ragbench.components import Components
 
 # More than half the cases failed: the end-to-end figures are then mostly the zeros of failed cases,
 # a measure of the fault rather than of the configuration, and a sweep ranking would be decided by
@@ -32,16 +33,15 @@ def preflight(components: Components) -> None:
     """Loads or contacts, once and before any case, every component the case loop calls: cross-encoder
     weights, the generator and judges (one tiny request to a remote model), an API embedder."""
     c = components
-    parts: list[Any] = [getattr(c, "query", None), *c.rerankers, c.generator, *c.judges.values()]  # query: LLM transforms
+    parts: list[Any] = [c.query, *c.rerankers, c.generator, *c.judges.values()]  # query: LLM transforms
     if c.embedder is not None and (c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)):
         parts.insert(0, c.embedder)
     for part in parts:
-        check = getattr(part, "preflight", None)
-        if callable(check):
-            check()
+        if isinstance(part, Preflight):
+            part.preflight()
 
 
-def zero_scores(judges: Iterable[Any]) -> dict[str, float]:
+def zero_scores(judges: Iterable[Judge]) -> dict[str, float]:
     """The end-to-end figures of a job that stopped before scoring any case: 0 for every declared key."""
     return {key: 0.0 for key in score_keys(judges)}
 

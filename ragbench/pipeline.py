@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,79 +23,28 @@ from ragbench.cache.entries import (
     save_hits,
     save_vectors,
     texts_digest,
+    vectors_identity,
 )
 from ragbench.cache.store import StageCache, make_key
-from ragbench.cases import CaseRunner
+from ragbench.cases import CaseRunner, JobLookup
+from ragbench.components import Components, JobResult
 from ragbench.errors import ConfigError, IndexMismatchError
-from ragbench.evidence import EvidenceMap, EvidenceMatcher, match_stats
-from ragbench.judge.aggregate import aggregate, percentile_ms, score_keys
+from ragbench.evidence import EvidenceMatcher
+from ragbench.job_metrics import assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
-from ragbench.protocols import (
-    BaselineRetriever,
-    Chunker,
-    DatasetAdapter,
-    Embedder,
-    Expander,
-    Generator,
-    Judge,
-    LoadableEmbedder,
-    Reranker,
-    Retriever,
-)
+from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder
 from ragbench.query.plan import plan_queries
-from ragbench.query.transforms import NoQueryTransform, QueryTransform, check_transform
-from ragbench.rerank.fallback import fallback_count
 from ragbench.retrieval.baselines import baseline_of
-from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH, search_all, time_single
+from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.scope import DocumentScope, check_scope
-from ragbench.routing import Route, max_topk
-from ragbench.trace import branch_stages, child_rankings, trace_counts
+from ragbench.routing import max_topk
+from ragbench.trace import branch_stages, child_rankings
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class Components:
-    """Everything one job runs, already instantiated from the config."""
-
-    dataset: DatasetAdapter
-    chunker: Chunker
-    embedder: Embedder | None
-    retriever: Retriever
-    topk: int
-    rerankers: Sequence[Reranker]
-    candidates: int
-    expander: Expander
-    generator: Generator | None  # None under stages=retrieval (ragbench.stages)
-    judges: Mapping[str, Judge]
-    scope: str = "corpus"  # retrieval.scope: corpus | document (ragbench.retrieval.scope)
-    search_depth: int = DEFAULT_SEARCH_DEPTH  # retrieval.search_depth (ragbench.retrieval.batch)
-    query: QueryTransform = field(default_factory=NoQueryTransform)  # query=none|rules|multi_query|hyde
-    query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
-    trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
-    routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
-
-    def __post_init__(self) -> None:
-        check_transform(self.query, self.retriever)  # hyde with BM25: one line, before anything runs
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """What a job produced: the tracker logs it, the terminal summarises it."""
-
-    evalset: EvalSet
-    tree: ChunkTree
-    cases: tuple[CaseResult, ...]
-    metrics: Mapping[str, float]
-    fingerprints: Mapping[str, str]
-    timings: Mapping[str, float]
-    counts: Mapping[str, int]
-    evidence: Mapping[str, EvidenceMap] = field(default_factory=dict)
-    cache_keys: Mapping[str, str] = field(default_factory=dict)
 
 
 class Pipeline:
@@ -139,11 +88,11 @@ class Pipeline:
         """Corpus vectors, from the cache when this corpus was embedded by this embedder before."""
         emb = self.c.embedder
         assert emb is not None
-        parents = getattr(emb, "parent_vectors", "none")
-        libraries = library_versions()
-        expected = {"embedder": emb.identity, "chunks_key": chunks_key, "count": len(ids),
-                    "parent_vectors": parents, "libraries": libraries}
-        key = keys.index_key(chunks_key, emb.identity)
+        parents = self.c.parent_vectors
+        identity = vectors_identity(emb, parents)
+        expected = {"embedder": identity, "chunks_key": chunks_key, "count": len(ids),
+                    "parent_vectors": parents, "libraries": library_versions()}
+        key = keys.index_key(chunks_key, identity)
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -191,7 +140,7 @@ class Pipeline:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
         tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
-        tree = searched_tree(tree, c.embedder)
+        tree = searched_tree(tree, c.parent_vectors)
         chunks_key = keys.chunks_key(evalset.documents, c.chunker)
         self.cache.keys["chunks"] = chunks_key
         searchable = tree.searchable()
@@ -203,14 +152,14 @@ class Pipeline:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
         queries = list(evalset.queries)
         plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
-                                                         workers=getattr(c.query, "max_concurrency", 1)))
+                                                         workers=c.query.max_concurrency))
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
         owners = plan.owners(queries)
         ks = metric_ks(c.topk)
         needed = needed_depth(c)
         depth = search_depth(c)  # one depth for every top-k of a sweep (hits are cut back to `needed`)
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
-        index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
+        index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope, parent_vectors=c.parent_vectors)
         vectors = qvecs = None
 
         def search() -> list[list[Hit]]:
@@ -238,7 +187,7 @@ class Pipeline:
         hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
         hits_all, votes_all = plan.fuse(hits_flat, needed)
         children: list[list[Any]] = []
-        if c.trace and getattr(c.retriever, "children", None):  # each child's ranking: rebuilt (small runs)
+        if c.trace and isinstance(c.retriever, FusedRetriever) and c.retriever.children:  # each child's ranking: rebuilt (small runs)
             if retriever_vectors and (vectors is None or qvecs is None):
                 vectors, qvecs = self._vectors(chunks_key, tree, ids, texts), self._query_vectors(qtexts)
             if scoped is None:
@@ -260,43 +209,29 @@ class Pipeline:
         row_of = {cid: i for i, cid in enumerate(ids)}
 
         cases_runner = CaseRunner(self.c, self.cache)
+        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of)
 
         def one(i: int) -> CaseResult:
-            return cases_runner.run(queries[i], hits_all[i], tree, emaps[queries[i].qid], ks,
-                              None if qvecs is None else qvecs[starts[i]], vectors, row_of,
-                              search_s[i] if search_s else None, votes=votes_all[i],
-                              stages=branch_stages(plan.rankings(hits_flat, i),
-                                                   children[starts[i]: starts[i] + len(plan.variants[i])])
-                              if c.trace else ())
+            return cases_runner.run(queries[i], hits_all[i], lookup,
+                                    qvec=None if qvecs is None else qvecs[starts[i]],
+                                    search_s=search_s[i] if search_s else None, votes=votes_all[i],
+                                    stages=branch_stages(plan.rankings(hits_flat, i),
+                                                         children[starts[i]: starts[i] + len(plan.variants[i])])
+                                    if c.trace else ())
 
         cases: list[CaseResult] = []
-        workers = max(1, int(getattr(c.generator, "max_concurrency", 1)))
+        workers = 1 if c.generator is None else max(1, int(c.generator.max_concurrency))
         start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for n, case in enumerate(pool.map(one, range(len(queries))), start=1):
                 cases.append(case)
                 self.progress("cases", n, len(queries))
         self.timings["cases"] = time.perf_counter() - start
-        metrics = aggregate(cases, score_keys(c.judges.values()))
-        search_total = self.timings.get("search", 0.0) + self.timings.get("embed_queries", 0.0)
-        metrics["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
-        metrics["latency/model_load_ms"] = 1000.0 * self.timings.get("model_load", 0.0)  # one-off, kept apart
-        if single_s:
-            metrics["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
-            metrics["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
-        for key, value in match_stats(emaps).items():
-            metrics[key] = float(value)
-        metrics.update(self.cache.counters())
-        metrics["ingest/embedded_texts"] = float(self.embedded_texts)
-        if scoped is not None:  # questions naming no document searched the whole corpus
-            metrics["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
-        metrics["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
-        if metrics["rerank/fallbacks"]:
-            log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
-                        int(metrics["rerank/fallbacks"]), len(cases))
-        metrics.update(trace_counts(cs.trace for cs in cases))
-        metrics["query/transform_failures"] = float(getattr(c.query, "failures", 0))
-        metrics["ingest/model_loaded"] = float(bool(getattr(c.embedder, "loaded", False)))
+        metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
+            timings=self.timings, queries=queries, single_s=single_s, evidence=emaps,
+            cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts, scoped=scoped is not None,
+            cases=cases, transform_failures=c.query.failures,
+            model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded))
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),
@@ -313,9 +248,9 @@ class Pipeline:
         )
 
 
-def searched_tree(tree: ChunkTree, embedder: Embedder | None) -> ChunkTree:
-    """The tree as searched: with ``parent_vectors`` the parents are searched too."""
-    if getattr(embedder, "parent_vectors", "none") != "none":
+def searched_tree(tree: ChunkTree, parent_vectors: str) -> ChunkTree:
+    """The tree as searched: with ``retrieval.parent_vectors`` the parents are searched too."""
+    if parent_vectors != "none":
         return replace(tree, also_searched=(Level(tree.search_level + 1),))
     return tree
 

@@ -70,10 +70,12 @@ class Reranker(Protocol):
     """Reorders (and may cut) the hits of one query.
 
     ``needs_vectors`` asks the pipeline for the query vector and the hit chunks' vectors (MMR);
-    otherwise both arrive as None.
+    otherwise both arrive as None. ``needs_votes`` asks for ``votes=`` (chunk id -> how many query
+    variants retrieved it, ragbench.query.plan) as one more keyword argument of ``rerank``.
     """
 
     needs_vectors: bool
+    needs_votes: bool
 
     def rerank(
         self,
@@ -89,7 +91,11 @@ class Reranker(Protocol):
 
 @runtime_checkable
 class Expander(Protocol):
-    """Turns hits into the contexts the generator reads (small-to-big)."""
+    """Turns hits into the contexts the generator reads (small-to-big): each hit's ancestor at
+    ``parent_depth`` (routing may change it per question type), at most ``max_context_tokens`` in all."""
+
+    parent_depth: int
+    max_context_tokens: int | None
 
     def expand(self, hits: Sequence[Hit], tree: ChunkTree) -> list[Context]: ...
 
@@ -113,9 +119,27 @@ class Judge(Protocol):
 
     A judge that cannot judge a case raises (the case is then recorded as failed) or, for a
     garbled reply it could not parse, returns ``<ns>/judge_failed = 1.0`` and no score.
+    ``score_keys`` are the answer-quality keys it produces: logged (as 0) even when no case produced them.
     """
 
+    score_keys: tuple[str, ...]
+
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class QueryTransform(Protocol):
+    """Maps a question to the texts searched for it (``query=none|rules|multi_query|hyde``,
+    ragbench.query.transforms)."""
+
+    name: str
+    lexical_ok: bool  # False: its variants are not questions (hyde), refused with a lexical retriever
+    max_concurrency: int  # questions transformed at once (threads)
+    failures: int  # questions whose transform failed and searched the question alone (query/transform_failures)
+
+    def variants(self, query: Query) -> tuple[str, ...]: ...
+
+    def params(self) -> Mapping[str, Any]: ...
 
 
 # Optional capabilities: a component has one of these on top of its stage protocol; the pipeline and the
@@ -142,17 +166,65 @@ class BaselineRetriever(Protocol):
 
 @runtime_checkable
 class PromptedGenerator(Protocol):
-    """A generator that sends chat prompts to a model; ``prompts`` lists the messages of one case."""
+    """A generator that sends chat prompts to ``model``; ``prompts`` lists the messages of one case."""
 
     identity: str
+    model: str
 
     def prompts(self, query: Query, contexts: Sequence[Context]) -> list[list[dict[str, str]]]: ...
 
 
 @runtime_checkable
 class PromptedJudge(Protocol):
-    """A model judge: ``identity`` enters its verdict cache key; ``prompts`` lists one case's requests."""
+    """A model judge: ``identity`` enters its verdict cache key; ``prompts`` lists one case's requests to
+    ``model``."""
+
+    identity: str
+    model: str
+
+    def prompts(self, query: Query, contexts: Sequence[Context], answer: Answer) -> list[list[dict[str, str]]]: ...
+
+
+@runtime_checkable
+class ExplainingJudge(Protocol):
+    """A model judge: its verdicts are cached per case under ``identity``, with the rubric names and
+    reasoning ``judge_notes`` returns beside the scores (written into the case record)."""
 
     identity: str
 
-    def prompts(self, query: Query, contexts: Sequence[Context], answer: Answer) -> list[list[dict[str, str]]]: ...
+    def judge_notes(self, query: Query, contexts: Sequence[Context],
+                    answer: Answer) -> tuple[dict[str, float], dict[str, Any]]: ...
+
+
+@runtime_checkable
+class FusedRetriever(Protocol):
+    """A retriever that fuses the rankings of ``children``, each searched ``candidates`` deep (RRF)."""
+
+    children: Sequence[Retriever]
+    candidates: int
+
+
+@runtime_checkable
+class DepthLimited(Protocol):
+    """A retriever that names the deepest search whose top ``k`` equals a search at depth ``k`` (None:
+    any depth), so the jobs of a top-k sweep share one search (ragbench.retrieval.batch)."""
+
+    def depth_limit(self, k: int) -> int | None: ...
+
+
+@runtime_checkable
+class Preflight(Protocol):
+    """A component that loads or contacts its model once, before the first case (ragbench.outcome)."""
+
+    def preflight(self) -> None: ...
+
+
+@runtime_checkable
+class RemoteEmbedder(Protocol):
+    """An embedder that sends ``batch_size`` texts per request to an embedding API ``model`` (billed, and
+    contacted once before the first case)."""
+
+    model: str
+    batch_size: int
+
+    def preflight(self) -> None: ...

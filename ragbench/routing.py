@@ -60,9 +60,9 @@ def route_for(routes: Mapping[str, Route], query: Query, expander: Expander, top
     r = routes.get(metric_name(query.question_type))
     if r is None:
         return expander, topk
-    if r.parent_depth is not None and getattr(expander, "parent_depth", r.parent_depth) != r.parent_depth:
+    if r.parent_depth is not None and expander.parent_depth != r.parent_depth:
         expander = copy.copy(expander)
-        expander.parent_depth = r.parent_depth  # type: ignore[attr-defined]
+        expander.parent_depth = r.parent_depth
     return expander, r.topk or topk
 
 

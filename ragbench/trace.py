@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.evidence import EvidenceMap, context_has_evidence
+from ragbench.protocols import FusedRetriever
 from ragbench.types import ChunkTree, Context, Hit, Query
 
 SCORE_DIGITS = 6
@@ -43,9 +44,9 @@ def child_rankings(retriever: Any, scoped: Any, texts: Sequence[str], vectors: n
     out: list[list[tuple[str, list[Hit]]]] = []
     for i, text in enumerate(texts):
         sub = retriever if scoped is None else scoped._retriever(owners[i].doc_ids)
-        children = getattr(sub, "children", None) or []
+        children = sub.children if isinstance(sub, FusedRetriever) else []
         vec = None if vectors is None else vectors[i: i + 1]
-        depth = max(int(getattr(sub, "candidates", k)), k)
+        depth = max(sub.candidates, k) if isinstance(sub, FusedRetriever) else k
         out.append([(type(ch).__name__, ch.search(texts=[text], vectors=vec, k=depth)[0]) for ch in children])
     return out
 

@@ -155,8 +155,13 @@ def texts_digest(texts: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+def vectors_identity(embedder: Embedder, parent_vectors: str) -> str:
+    """What the corpus vectors depend on: the embedder and how parents get theirs (retrieval.parent_vectors)."""
+    return f"{embedder.identity}|parents={parent_vectors}"
+
+
 def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Retriever, *,
-                      scope: str = "corpus") -> str:
+                      scope: str = "corpus", parent_vectors: str = "none") -> str:
     """SHA-256 over searchable chunk ids and texts, embedder identity, index params and, when it is
     not the whole corpus, the retrieval scope (never top-k)."""
     h = hashlib.sha256()
@@ -167,7 +172,8 @@ def index_fingerprint(tree: ChunkTree, embedder: Embedder | None, retriever: Ret
         h.update(b"\n")
     meta = {
         "schema": INDEX_SCHEMA,
-        "embedder": embedder.identity if embedder is not None and retriever.needs_vectors else None,
+        "embedder": vectors_identity(embedder, parent_vectors) if embedder is not None and retriever.needs_vectors
+        else None,
         "retriever": dict(retriever.params()),
         **({"scope": scope} if scope != "corpus" else {}),
     }

@@ -15,7 +15,6 @@ from ragbench.weights import package_weights
 
 log = logging.getLogger(__name__)
 
-PARENT_VECTORS = ("none", "mean", "direct")
 
 # The last loaded model, shared by every job of a sweep in this process that uses the same one
 # (loading MiniLM again per job cost ~0.5 s; one slot keeps memory at a single model).
@@ -60,13 +59,8 @@ class SentenceTransformerEmbedder:
         query_prefix: str = "",
         document_prefix: str = "",
         max_seq_length: int | None = None,
-        parent_vectors: str = "none",
         show_progress: bool = True,
     ) -> None:
-        if parent_vectors not in PARENT_VECTORS:
-            raise ConfigError(
-                f"embedder.parent_vectors={parent_vectors!r} is not valid; choose one of {list(PARENT_VECTORS)}"
-            )
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
         self.model = model
@@ -76,7 +70,6 @@ class SentenceTransformerEmbedder:
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.max_seq_length = max_seq_length
-        self.parent_vectors = parent_vectors
         self.show_progress = show_progress
         self._source, self._revision = resolve_model(model, package)
         self._st = None
@@ -86,7 +79,7 @@ class SentenceTransformerEmbedder:
     def identity(self) -> str:
         return (
             f"sentence-transformers:{self.model}@{self._revision}|normalize=1|max_seq={self.max_seq_length}"
-            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}|parents={self.parent_vectors}"
+            f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}"
         )
 
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
+from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
 # Per-case keys that describe a case rather than score it: averaged over the cases that have them,
@@ -22,10 +22,10 @@ def is_score(key: str) -> bool:
     return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)
 
 
-def score_keys(judges: Iterable[Any]) -> list[str]:
-    """The answer-quality keys the judges declare (``score_keys``): logged even when no case produced
-    them, so a job whose every case failed reports 0 for them, not nothing."""
-    return sorted({key for judge in judges for key in getattr(judge, "score_keys", ())})
+def score_keys(judges: Iterable[Judge]) -> list[str]:
+    """The answer-quality keys the judges declare (``Judge.score_keys``): logged even when no case
+    produced them, so a job whose every case failed reports 0 for them, not nothing."""
+    return sorted({key for judge in judges for key in judge.score_keys})
 
 
 def end_to_end(case: CaseResult, key: str) -> float:

@@ -16,12 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragbench.cache import keys
-from ragbench.cache.entries import answer_from, index_fingerprint, load_hits, verdict_with_notes
+from ragbench.cache.entries import (
+    answer_from,
+    index_fingerprint,
+    load_hits,
+    vectors_identity,
+    verdict_with_notes,
+)
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.evidence import EvidenceMatcher
 from ragbench.expand import count_tokens
-from ragbench.pipeline import Components, search_depth, searched_tree
-from ragbench.protocols import BaselineRetriever, PromptedGenerator, PromptedJudge
+from ragbench.pipeline import search_depth, searched_tree
+from ragbench.protocols import BaselineRetriever, PromptedGenerator, PromptedJudge, RemoteEmbedder
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.types import Answer, ChunkTree, Context, Level, Query
 
@@ -63,11 +70,11 @@ def _words(messages: Sequence[Mapping[str, str]]) -> int:
 
 def _estimated_contexts(c: Components, tree: ChunkTree) -> tuple[Context, ...]:
     """top-k contexts of the mean size of the expander's target level (capped by its token budget)."""
-    level = Level(min(int(getattr(c.expander, "parent_depth", tree.search_level)), max(ch.level for ch in tree.chunks.values())))
+    level = Level(min(c.expander.parent_depth, max(ch.level for ch in tree.chunks.values())))
     sizes = [count_tokens(ch.text) for ch in tree.chunks.values() if ch.level == level] or [0]
     size = sum(sizes) / len(sizes)
     n = c.topk
-    cap = getattr(c.expander, "max_context_tokens", None)
+    cap = c.expander.max_context_tokens
     words = [int(size)] * n
     if cap is not None:
         words = [max(0, min(w, cap - sum(words[:i]))) for i, w in enumerate(words)]
@@ -100,20 +107,20 @@ def _cached_contexts(c: Components, cache: StageCache, tree: ChunkTree, queries:
 def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapping[str, float]],
             loaded: dict[str, Any]) -> JobPlan:
     """The job's plan. ``loaded`` memoises datasets and chunk trees between jobs of one plan."""
-    ds_key = repr(getattr(c.dataset, "__dict__", c.dataset))
+    ds_key = repr(vars(c.dataset))
     evalset = loaded.get(ds_key) or loaded.setdefault(ds_key, c.dataset.load())
     ck = keys.chunks_key(evalset.documents, c.chunker)
     tree = loaded.get(ck) or loaded.setdefault(ck, c.chunker.chunk(evalset.documents))
-    tree = searched_tree(tree, c.embedder)
+    tree = searched_tree(tree, c.parent_vectors)
     queries = list(evalset.queries)
-    index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope)
+    index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope, parent_vectors=c.parent_vectors)
     searchable = tree.searchable()
     vectors = c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)
     base = baseline_of(c.retriever)
     if base:
         cached_ingest, to_embed = True, 0
     elif vectors and c.embedder is not None:
-        folder = cache.dir / "index" / keys.index_key(ck, c.embedder.identity)
+        folder = cache.dir / "index" / keys.index_key(ck, vectors_identity(c.embedder, c.parent_vectors))
         cached_ingest = cache.reads and folder.is_dir()
         to_embed = 0 if cached_ingest else len({ch.text for ch in searchable})
     else:
@@ -122,9 +129,8 @@ def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapp
                    ingest_cached=cached_ingest, texts_to_embed=to_embed,
                    embedder=c.embedder.identity if (vectors and c.embedder) else "none",
                    baseline=base, exact_contexts=False)
-    emb_model = getattr(c.embedder, "model", "") if vectors and hasattr(c.embedder, "client") else ""
-    if emb_model and to_embed:
-        plan.roles["embedding"] = RoleBill(model=emb_model, calls=-(-to_embed // int(getattr(c.embedder, "batch_size", 64))),
+    if vectors and isinstance(c.embedder, RemoteEmbedder) and c.embedder.model and to_embed:
+        plan.roles["embedding"] = RoleBill(model=c.embedder.model, calls=-(-to_embed // c.embedder.batch_size),
                                            prompt_tokens=float(sum(count_tokens(ch.text) for ch in searchable)))
     gen = c.generator
     if gen is None:
@@ -134,10 +140,9 @@ def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapp
     estimate = () if real is not None else _estimated_contexts(c, tree)
     gold = [count_tokens(a) for q in queries for a in q.answers[:1]]
     reply = float(rates.get(gen.identity, {}).get("completion_tokens") or (sum(gold) / max(len(gold), 1) + 2))
-    llm_gen = isinstance(gen, PromptedGenerator)
-    gbill = plan.roles.setdefault("generation", RoleBill(model=getattr(gen, "model", ""))) if llm_gen else None
+    gbill = plan.roles.setdefault("generation", RoleBill(model=gen.model)) if isinstance(gen, PromptedGenerator) else None
     judges = {n: j for n, j in c.judges.items() if isinstance(j, PromptedJudge)}
-    jbill = RoleBill(model=",".join(sorted({str(getattr(j, "model", "")) for j in judges.values()})))
+    jbill = RoleBill(model=",".join(sorted({j.model for j in judges.values()})))
     for i, q in enumerate(queries):
         contexts = real[i] if real is not None else estimate
         answer: Answer | None = None

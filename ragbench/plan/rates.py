@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragbench.cache.store import StageCache
-    from ragbench.pipeline import Components, JobResult
+    from ragbench.components import Components, JobResult
 
 log = logging.getLogger(__name__)
 FILE = "rates.json"

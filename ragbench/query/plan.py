@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ragbench.query.transforms import QueryTransform
+from ragbench.protocols import QueryTransform
 from ragbench.retrieval.hybrid import rrf_fuse
 from ragbench.types import Hit, Query
 

@@ -14,9 +14,10 @@ import hashlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ragbench.errors import ConfigError
+from ragbench.protocols import FusedRetriever, QueryTransform, Retriever
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
 
@@ -34,18 +35,6 @@ HYDE_PROMPT = (
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|q\d+[:.)])\s*", re.IGNORECASE)
 
 
-@runtime_checkable
-class QueryTransform(Protocol):
-    """What the pipeline asks of a transform."""
-
-    name: str
-    lexical_ok: bool  # False: its variants are not questions (hyde), refused with a lexical retriever
-
-    def variants(self, query: Query) -> tuple[str, ...]: ...
-
-    def params(self) -> Mapping[str, Any]: ...
-
-
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
@@ -56,6 +45,7 @@ class NoQueryTransform:
     name = "none"
     lexical_ok = True
     failures = 0
+    max_concurrency = 1
 
     def variants(self, query: Query) -> tuple[str, ...]:
         return (query.text,)
@@ -70,6 +60,7 @@ class RuleExpansion:
     name = "rules"
     lexical_ok = True
     failures = 0
+    max_concurrency = 1
 
     def __init__(self, *, rules: Sequence[str] = RULES) -> None:
         unknown = [r for r in rules if r not in RULES]
@@ -94,7 +85,7 @@ class _LLMTransform:
     def __init__(self, *, client: Any) -> None:
         self.client = client
         self.failures = 0
-        self.max_concurrency = int(getattr(client, "max_concurrency", 1))
+        self.max_concurrency = int(client.max_concurrency)  # an LLMClient (ragbench.llm.client)
 
     def _ask(self, question: str, **fields: Any) -> str | None:
         try:
@@ -160,10 +151,10 @@ def parse_subqueries(question: str, reply: str, n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_transform(transform: QueryTransform, retriever: Any) -> None:
+def check_transform(transform: QueryTransform, retriever: Retriever) -> None:
     """A one-line ConfigError when the transform cannot run with the retriever (hyde with BM25)."""
-    children = getattr(retriever, "children", None) or [retriever]
-    lexical = [type(c).__name__ for c in children if not getattr(c, "needs_vectors", False)]
+    children = retriever.children if isinstance(retriever, FusedRetriever) and retriever.children else [retriever]
+    lexical = [type(c).__name__ for c in children if not c.needs_vectors]
     if not transform.lexical_ok and lexical:
         raise ConfigError(
             f"query={transform.name} embeds a hypothetical answer as the query, but the retriever has a lexical "

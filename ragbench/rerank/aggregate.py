@@ -7,7 +7,7 @@ a paragraph ranks where its best member ranked and keeps that member's score (th
 comparable across members), and it is kept once. At most ``max_candidates`` paragraphs go on
 (EasyRAG hands 30 to its cross-encoder). Retrieval metrics after it are computed on the paragraphs:
 evidence-unit metrics count a paragraph that contains the evidence; chunk-level ``retrieval/chunk/*``
-metrics only know the searched levels (search paragraphs too with ``embedder.parent_vectors=mean``).
+metrics only know the searched levels (search paragraphs too with ``retrieval.parent_vectors=mean``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class ParagraphAggregator:
     """Sentence hits -> distinct ``level`` candidates, in the order of their best member."""
 
     needs_vectors = False
+    needs_votes = False
 
     def __init__(self, *, level: str = "paragraph", max_candidates: int = 30) -> None:
         if level not in LEVELS:

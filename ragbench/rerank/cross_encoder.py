@@ -28,6 +28,7 @@ class CrossEncoderReranker(OnLoadError):
     that cannot load fail the job up front, or with ``on_load_error="fallback"`` skip the reranker."""
 
     needs_vectors = False
+    needs_votes = False
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ class DiversityReranker:
     """Keeps hits in order but drops any beyond ``max_per_parent`` under the same ``level`` ancestor."""
 
     needs_vectors = False
+    needs_votes = False
 
     def __init__(self, *, max_per_parent: int = 2, level: str = "paragraph") -> None:
         if max_per_parent < 1:

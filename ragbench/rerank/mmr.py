@@ -19,6 +19,7 @@ class MMRReranker:
     """Greedy MMR: pick argmax of lambda_ * cos(q, d) - (1 - lambda_) * max cos(d, picked)."""
 
     needs_vectors = True
+    needs_votes = False
 
     def __init__(self, *, lambda_: float = 0.5) -> None:
         if not 0.0 <= lambda_ <= 1.0:

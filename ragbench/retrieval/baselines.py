@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.evidence import EvidenceMap
+from ragbench.protocols import BaselineRetriever
 from ragbench.types import Hit
 
 
@@ -53,4 +54,4 @@ class Oracle(_Baseline):
 
 def baseline_of(retriever: Any) -> str | None:
     """``closed_book`` / ``oracle`` for a baseline retriever, else None (a real retriever)."""
-    return getattr(retriever, "baseline", None) or None
+    return (retriever.baseline or None) if isinstance(retriever, BaselineRetriever) else None

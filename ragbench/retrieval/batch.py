@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragbench.protocols import Retriever
+from ragbench.protocols import DepthLimited, Retriever
 from ragbench.retrieval.scope import DocumentScope
 from ragbench.types import Hit, Query
 
@@ -31,10 +31,9 @@ SINGLE_SAMPLE = 16  # queries re-searched one at a time for latency/search_singl
 
 def search_depth(retriever: Retriever, needed: int, floor: int) -> int:
     """The depth to search: at least ``needed``, up to ``floor`` when the retriever keeps that exact."""
-    limit_of = getattr(retriever, "depth_limit", None)
-    if limit_of is None or floor <= needed:
+    if not isinstance(retriever, DepthLimited) or floor <= needed:
         return needed
-    limit = limit_of(needed)
+    limit = retriever.depth_limit(needed)
     return floor if limit is None else max(needed, min(floor, limit))
 
 

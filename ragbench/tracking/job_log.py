@@ -5,16 +5,14 @@ from __future__ import annotations
 import functools
 import getpass
 import json
-import re
 import subprocess
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ragbench import __version__
-from ragbench.judge.aggregate import metric_name
-from ragbench.pipeline import JobResult
+from ragbench.components import JobResult
+from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
 from ragbench.trace import gold_path_tags
 from ragbench.tracking.case_record import case_record
 from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
@@ -64,35 +62,6 @@ def source_tags() -> dict[str, str]:
     return tags
 
 
-_AT_K = re.compile(r"^retrieval/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
-# the figures a sweep is compared on: one fixed name each, whatever the job's top-k
-HEADLINE = {
-    "headline/hit_at_topk": "retrieval/hit_at_topk", "headline/recall_at_topk": "retrieval/recall_at_topk",
-    "headline/mrr": "retrieval/mrr", "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
-    "headline/context_evidence_recall": "context/evidence_text_recall", "headline/answer_f1": "answer/f1",
-    "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
-    "headline/failure_rate": "cases/failure_rate",
-}
-
-
-def at_k_views(metrics: Mapping[str, float], topk: int) -> tuple[dict[str, float], dict[str, dict[int, float]]]:
-    """(fixed-name metrics, curves) from the ``retrieval/<m>_at_<k>`` metrics of one job.
-
-    ``retrieval/<m>_at_topk`` is the job's own cut-off under one name, so the columns of a top-k
-    sweep line up; ``headline/*`` repeats a compact set of figures that sort together in the UI;
-    ``retrieval/<m>_at_k_curve`` holds every reported cut-off with k as the step (a line chart)."""
-    curves: dict[str, dict[int, float]] = {}
-    for key, value in metrics.items():
-        m = _AT_K.match(key)
-        if m:
-            curves.setdefault(f"retrieval/{m['name']}_at_k_curve", {})[int(m["k"])] = value
-    fixed = {f"retrieval/{c.split('/')[1].removesuffix('_at_k_curve')}_at_topk": series[topk]
-             for c, series in curves.items() if topk in series}
-    merged = {**metrics, **fixed}
-    fixed.update({name: merged[src] for name, src in HEADLINE.items() if src in merged})
-    return fixed, curves
-
-
 def case_row(case: CaseResult, topk: int) -> dict[str, Any]:
     """One flat row per case: question, gold, answer, retrieved ids, scores, status."""
     row: dict[str, Any] = {
@@ -134,18 +103,9 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         **extra_tags,
     }
     tracker.set_tags(run_id, tags)
-    metrics = dict(result.metrics)
-    for k, v in result.counts.items():
-        metrics[f"counts/{k}"] = float(v)
-    for k, v in ev.stats.items():
-        metrics[f"dataset/{k}"] = float(v)
-    by_type = Counter(metric_name(q.question_type) for q in ev.queries)
-    for t, n in by_type.items():
-        metrics[f"dataset/queries_by_type/{t}"] = float(n)
-    for stage, seconds in result.timings.items():
-        metrics[f"time/{stage}_s"] = seconds
-    fixed, curves = at_k_views(result.metrics, topk)
-    metrics.update(fixed)
+    metrics = job_metrics(result, topk)
+    by_type = queries_by_type(ev)
+    _, curves = at_k_views(result.metrics, topk)
     tracker.log_metrics(run_id, metrics)
     tracker.log_curves(run_id, curves)
     rows = [case_row(c, topk) for c in result.cases]

@@ -60,7 +60,7 @@ def test_a_tripped_breaker_fails_the_job_whatever_the_rate():
 
 
 def test_zero_scores_cover_the_declared_keys():
-    judges = [SimpleNamespace(score_keys=("answer/f1", "answer/em")), SimpleNamespace()]
+    judges = [SimpleNamespace(score_keys=("answer/f1", "answer/em")), SimpleNamespace(score_keys=())]  # every Judge declares its keys
     assert zero_scores(judges) == {"answer/em": 0.0, "answer/f1": 0.0}
 
 
@@ -76,7 +76,7 @@ def test_preflight_checks_each_component_once_in_order_and_stops_at_the_first_fa
 
     components = SimpleNamespace(embedder=part("embedder"), retriever=SimpleNamespace(needs_vectors=False),
                                  rerankers=[part("cross_encoder", error=ModelLoadError("no weights"))],
-                                 generator=part("generator"), judges={"llm": part("judge")})
+                                 generator=part("generator"), judges={"llm": part("judge")}, query=None)
     with pytest.raises(ModelLoadError, match="no weights"):
         preflight(components)
     assert calls == ["cross_encoder"]  # bm25 needs no embedder; the reranker fails before any LLM call

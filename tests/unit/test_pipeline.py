@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import ConfigError
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.pipeline import Components, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.types import Level, Paragraph, Section
 from tests.fixtures.components import FlakyAnswerer, fails
@@ -44,9 +45,9 @@ def test_end_to_end_scores_on_toy_data():
 
 
 def test_failures_are_counted_never_dropped():
-    result = Pipeline(components(generator=FlakyAnswerer(fail_every=2))).run()
+    result = Pipeline(components(generator=FlakyAnswerer(fail_every=3))).run()
     failed = [c for c in result.cases if c.failed]
-    assert [c.query.qid for c in failed] == [q for q in ("q1", "q2", "q3") if fails(q, 2)]
+    assert failed and [c.query.qid for c in failed] == [q for q in ("q1", "q2", "q3") if fails(q, 3)]
     assert all(c.error_type == "TimeoutError" and c.hits for c in failed)
     assert result.metrics["cases/failed"] == len(failed) and len(result.cases) == 3
 
@@ -65,17 +66,17 @@ def test_cache_reuses_vectors_retrieval_and_answers(tmp_path):
 
 
 def test_parent_vectors_mean_pool_children(tmp_path):
-    emb = HashEmbedder(parent_vectors="mean")
+    emb = HashEmbedder()
     retriever = FaissRetriever()
-    result = Pipeline(components(embedder=emb, retriever=retriever)).run()
+    result = Pipeline(components(embedder=emb, retriever=retriever, parent_vectors="mean")).run()
     assert result.counts["searchable_chunks"] == 4 + 3  # sentences, then paragraphs
     assert emb.calls[0] == 4  # only sentences are embedded; parents are pooled
     index = retriever._index  # noqa: SLF001 - read back the stored vectors
     vecs = index.reconstruct_n(0, index.ntotal)
     mean = vecs[0] + vecs[1]
     np.testing.assert_allclose(vecs[4], mean / np.linalg.norm(mean), rtol=1e-5)  # paragraph a#s0.p0
-    direct = HashEmbedder(parent_vectors="direct")
-    Pipeline(components(embedder=direct)).run()
+    direct = HashEmbedder()
+    Pipeline(components(embedder=direct, parent_vectors="direct")).run()
     # 4 sentences + 3 paragraphs, but two paragraphs are one sentence long: 5 distinct texts encoded
     assert direct.calls[0] == 5
     hits = [h.chunk_id for c in result.cases for h in c.hits]
@@ -111,3 +112,28 @@ def test_each_distinct_text_is_encoded_once():
     assert result.counts["searchable_chunks"] == 7 and emb.calls[0] == 5
     assert result.counts["embedded_texts"] == 5
     assert result.metrics["cases/failed"] == 0
+
+
+class _NoVotes:  # a custom reranker written before Reranker.needs_votes existed
+    needs_vectors = False
+
+    def rerank(self, query, hits, **kw):  # noqa: ANN001, ANN003
+        return list(hits)
+
+
+class _NoKeys:  # a custom judge that declares no score_keys
+    def judge(self, query, contexts, answer):  # noqa: ANN001
+        return {}
+
+
+@pytest.mark.parametrize(("over", "message"), [
+    ({"rerankers": [_NoVotes()]}, "reranker tests.unit.test_pipeline._NoVotes lacks ['needs_votes'] of "
+                                  "ragbench.protocols.Reranker"),
+    ({"judges": {"mine": _NoKeys()}}, "judge tests.unit.test_pipeline._NoKeys lacks ['score_keys'] of "
+                                      "ragbench.protocols.Judge"),
+    ({"parent_vectors": "max"}, "retrieval.parent_vectors='max' is not valid; choose one of ['none', 'mean', 'direct']"),
+])
+def test_a_component_missing_a_protocol_member_is_one_line_before_anything_runs(over, message):
+    with pytest.raises(ConfigError) as err:
+        components(**over)
+    assert message in str(err.value) and "\n" not in str(err.value)

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import CacheCorruptError
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.pipeline import Components, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.retrieval.dense import FaissRetriever
 from tests.fixtures.toy import HashEmbedder, ToyAdapter
 

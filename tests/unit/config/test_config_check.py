@@ -101,6 +101,8 @@ BAD_KEYS = [
     (["retrieval=hybrid", "retrieval.retriever.children.5.k1=1"], "is a list of 2; use an index 0..1"),
     (["retrieval.topk.x=3"], "retrieval.topk is a single value"),
     (["--cfg", "job", "llm.temprature=0.5"], "not a config key of llm=extractive"),
+    (["embedder.parent_vectors=mean"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
+    (["-m", "+embedder.parent_vectors=mean,none"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
 ]
 
 
@@ -114,6 +116,7 @@ def test_unknown_command_line_key_is_one_line_with_the_closest_keys(argv, messag
     ["+llm.extra=1"], ["hydra.launcher.n_jobs=2", "hydra/launcher=joblib"], ["experiment=smoke", "dataset.sample_size=3"],
     ["--cfg", "job"], ["llm=openai", "llm.temperature=0.3", "judge=[lexical,llm]", "judge.model=openai/gpt-4o"],
     ["dataset=custom", "dataset.path=/tmp/x"], ["resume=false", "objective=retrieval/mrr"],
+    ["retrieval=bm25", "retrieval.parent_vectors=mean"], ["experiment=easyrag_two_stage"],
 ])
 def test_valid_command_lines_pass(argv):
     check_overrides(argv)

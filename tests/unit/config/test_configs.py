@@ -30,7 +30,7 @@ from tests.fixtures.jobs import compose_cfg
 
 CONF = Path(__file__).resolve().parents[3] / "ragbench" / "conf"
 GROUPS = ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge", "tracking",
-          "experiment")
+          "experiment", "query")
 HEAVY = ("torch", "sentence_transformers", "litellm")
 KEYS = {"OPENAI_API_KEY": "sk-cfg-openai-1111", "ANTHROPIC_API_KEY": "sk-cfg-anthropic-2222"}
 
@@ -110,13 +110,15 @@ def _protocol_of(group: str, path: str) -> type | None:
         return protocols.Reranker if path.startswith("rerankers.") and path.count(".") == 1 else None
     if group == "judge":
         return protocols.Judge if path.startswith("judges.") and path.count(".") == 1 else None
+    if group == "query":
+        return protocols.QueryTransform if path == "transform" else None
     return {"dataset": protocols.DatasetAdapter, "chunker": protocols.Chunker, "embedder": protocols.Embedder,
             "expander": protocols.Expander, "llm": protocols.Generator}.get(group) if path == "" else None
 
 
 def _implementations() -> list[tuple[type, str, str, str]]:
     rows: dict[tuple[str, str], tuple[type, str, str, str]] = {}
-    for group in ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge"):
+    for group in ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge", "query"):
         for option in options(group):
             found: list[tuple[str, str]] = []
             _targets(OmegaConf.to_container(OmegaConf.load(CONF / group / f"{option}.yaml")), "", found)
@@ -132,7 +134,10 @@ IMPLEMENTATIONS = _implementations()
 
 # optional capabilities (protocols.py): the stage protocol whose implementations may add each one
 CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.BaselineRetriever: protocols.Retriever,
-                protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge}
+                protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge,
+                protocols.ExplainingJudge: protocols.Judge, protocols.FusedRetriever: protocols.Retriever,
+                protocols.DepthLimited: protocols.Retriever, protocols.Preflight: protocols.Generator,
+                protocols.RemoteEmbedder: protocols.Embedder}
 
 
 def test_contract_covers_every_protocol():
@@ -168,7 +173,7 @@ def _built(group: str, option: str, target: str) -> Any:
     module, _, name = target.rpartition(".")
     candidates = [components.dataset, components.chunker, components.embedder, components.retriever,
                   *getattr(components.retriever, "children", ()), *components.rerankers, components.expander,
-                  components.generator, *components.judges.values()]
+                  components.generator, *components.judges.values(), components.query]
     for obj in candidates:
         if type(obj).__module__ == module and type(obj).__qualname__ == name:
             return obj
@@ -220,6 +225,8 @@ def _behaves(proto: type, obj: Any) -> None:
         assert contexts and "Tom" in contexts[0].text
     elif proto is protocols.Generator and type(obj).__name__ == "ExtractiveAnswerer":
         assert isinstance(obj.answer(QUERY, []), Answer)
+    elif proto is protocols.QueryTransform and obj.name in ("none", "rules"):  # no LLM: the question comes first
+        assert obj.variants(QUERY)[0] == QUERY.text and obj.failures == 0
     elif proto is protocols.Judge and type(obj).__name__ == "LexicalJudge":
         scores = obj.judge(QUERY, [], Answer(text="Tom", model="m", latency_s=0.0))
         assert scores["answer/f1"] == 1.0

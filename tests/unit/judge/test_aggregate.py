@@ -58,7 +58,7 @@ def test_declared_keys_are_zero_when_every_case_failed():
     class Judge:
         score_keys = ("judge/accuracy", "judge/score")
 
-    keys = score_keys([Lexical(), Judge(), object()])
+    keys = score_keys([Lexical(), Judge()])
     assert keys == ["answer/em", "answer/f1", "judge/accuracy", "judge/score"]
     m = aggregate([case("x", failed=True), case("y", failed=True)], keys)
     assert {k: m[k] for k in keys} == dict.fromkeys(keys, 0.0)

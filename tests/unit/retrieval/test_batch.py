@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.pipeline import Components, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.retrieval.batch import search_all, search_depth
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever

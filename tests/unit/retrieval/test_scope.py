@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from ragbench.cache.store import StageCache
+from ragbench.components import Components
 from ragbench.errors import ConfigError
 from ragbench.expand import ParentExpander
 from ragbench.generate.extractive import ExtractiveAnswerer
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.pipeline import Components, Pipeline
+from ragbench.pipeline import Pipeline
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever

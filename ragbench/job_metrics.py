@@ -1,0 +1,158 @@
+"""A job's metric dict, assembled in one place from its producers.
+
+Each producer declares what its keys are: a *score* (a measure of the configuration: end-to-end with a
+failed case counted as 0, beside ``<key>_successful`` over the cases that ran) or a *diagnostic* (what
+the job did or met: latencies, cache hits, evidence matching, counts, timings; never zero-filled).
+
+    cases       the per-case scores and diagnostics, aggregated (ragbench.judge.aggregate)
+    stages      what the stages met: search latency, evidence matching, cache, fallbacks, trace counts
+    logged      what the tracker adds: counts/*, dataset/*, time/*_s and the fixed-name top-k views
+
+``Pipeline.run`` puts ``cases`` + ``stages`` into ``JobResult.metrics``; ``ragbench.tracking.job_log``
+logs ``job_metrics(result, topk)``, which adds ``logged``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ragbench.components import JobResult
+from ragbench.evidence import EvidenceMap, match_stats
+from ragbench.judge.aggregate import aggregate, is_score, metric_name, percentile_ms, score_keys
+from ragbench.protocols import Judge
+from ragbench.rerank.fallback import fallback_count
+from ragbench.trace import trace_counts
+from ragbench.types import CaseResult, EvalSet, Query
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["score", "diagnostic"]
+_GROUP = re.compile(r"^by_(?:type|difficulty)/[^/]+/")
+
+
+@dataclass(frozen=True)
+class Produced:
+    """One producer's metrics and the rule that names each key's kind."""
+
+    producer: str
+    values: Mapping[str, float]
+    scores: frozenset[str] = frozenset()  # the keys that are scores; every other key is a diagnostic
+
+    def kind(self, key: str) -> Kind:
+        return "score" if key in self.scores else "diagnostic"
+
+
+def assemble(*parts: Produced) -> dict[str, float]:
+    """The parts merged in order (a later producer's key replaces an earlier one's)."""
+    out: dict[str, float] = {}
+    for part in parts:
+        out.update(part.values)
+    return out
+
+
+def kinds(*parts: Produced) -> dict[str, Kind]:
+    """Each key's kind, as its (last) producer declares it."""
+    return {key: part.kind(key) for part in parts for key in part.values}
+
+
+def case_metrics(cases: Sequence[CaseResult], judges: Iterable[Judge]) -> Produced:
+    """Per-case scores aggregated overall and per question type. A key is a score when it aggregates a
+    per-case score (``is_score``: zero for a failed case), overall or per group, or is its ``_successful``
+    twin; case counts, latencies, tokens and per-case diagnostics are diagnostics."""
+    declared = score_keys(judges)
+    values = aggregate(cases, declared)
+    per_case = {k for c in cases for k in c.scores} | set(declared)
+    scores = frozenset(k for k in values
+                       if (base := _GROUP.sub("", k).removesuffix("_successful")) in per_case and is_score(base))
+    return Produced("cases", values, scores)
+
+
+def stage_metrics(*, timings: Mapping[str, float], queries: Sequence[Query], single_s: Sequence[float],
+                  evidence: Mapping[str, EvidenceMap], cache_counters: Mapping[str, float], embedded_texts: int,
+                  scoped: bool, cases: Sequence[CaseResult], transform_failures: int,
+                  model_loaded: bool) -> Produced:
+    """What the stages met: all diagnostics."""
+    out: dict[str, float] = {}
+    search_total = timings.get("search", 0.0) + timings.get("embed_queries", 0.0)
+    out["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
+    out["latency/model_load_ms"] = 1000.0 * timings.get("model_load", 0.0)  # one-off, kept apart
+    if single_s:
+        out["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
+        out["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
+    for key, value in match_stats(evidence).items():
+        out[key] = float(value)
+    out.update(cache_counters)
+    out["ingest/embedded_texts"] = float(embedded_texts)
+    if scoped:  # questions naming no document searched the whole corpus
+        out["retrieval/scope_corpus_fallbacks"] = float(sum(not q.doc_ids for q in queries))
+    out["rerank/fallbacks"] = float(fallback_count([cs.trace for cs in cases]))
+    if out["rerank/fallbacks"]:
+        log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
+                    int(out["rerank/fallbacks"]), len(cases))
+    out.update(trace_counts(cs.trace for cs in cases))
+    out["query/transform_failures"] = float(transform_failures)
+    out["ingest/model_loaded"] = float(model_loaded)
+    return Produced("stages", out)
+
+
+def queries_by_type(evalset: EvalSet) -> Counter[str]:
+    """How many questions of each type (metric-name form) the evaluation set holds."""
+    return Counter(metric_name(q.question_type) for q in evalset.queries)
+
+
+_AT_K = re.compile(r"^retrieval/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
+# the figures a sweep is compared on: one fixed name each, whatever the job's top-k
+HEADLINE = {
+    "headline/hit_at_topk": "retrieval/hit_at_topk", "headline/recall_at_topk": "retrieval/recall_at_topk",
+    "headline/mrr": "retrieval/mrr", "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
+    "headline/context_evidence_recall": "context/evidence_text_recall", "headline/answer_f1": "answer/f1",
+    "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
+    "headline/failure_rate": "cases/failure_rate",
+}
+
+
+def at_k_views(metrics: Mapping[str, float], topk: int) -> tuple[dict[str, float], dict[str, dict[int, float]]]:
+    """(fixed-name metrics, curves) from the ``retrieval/<m>_at_<k>`` metrics of one job.
+
+    ``retrieval/<m>_at_topk`` is the job's own cut-off under one name, so the columns of a top-k
+    sweep line up; ``headline/*`` repeats a compact set of figures that sort together in the UI;
+    ``retrieval/<m>_at_k_curve`` holds every reported cut-off with k as the step (a line chart)."""
+    curves: dict[str, dict[int, float]] = {}
+    for key, value in metrics.items():
+        m = _AT_K.match(key)
+        if m:
+            curves.setdefault(f"retrieval/{m['name']}_at_k_curve", {})[int(m["k"])] = value
+    fixed = {f"retrieval/{c.split('/')[1].removesuffix('_at_k_curve')}_at_topk": series[topk]
+             for c, series in curves.items() if topk in series}
+    merged = {**metrics, **fixed}
+    fixed.update({name: merged[src] for name, src in HEADLINE.items() if src in merged})
+    return fixed, curves
+
+
+def logged_metrics(result: JobResult, topk: int) -> Produced:
+    """What the tracker adds to the job's metrics: counts, dataset statistics, stage times, and the
+    fixed-name views of the job's own top-k (copies of scores keep their kind)."""
+    out: dict[str, float] = {}
+    for k, v in result.counts.items():
+        out[f"counts/{k}"] = float(v)
+    for k, v in result.evalset.stats.items():
+        out[f"dataset/{k}"] = float(v)
+    for t, n in queries_by_type(result.evalset).items():
+        out[f"dataset/queries_by_type/{t}"] = float(n)
+    for stage, seconds in result.timings.items():
+        out[f"time/{stage}_s"] = seconds
+    fixed, _ = at_k_views(result.metrics, topk)
+    out.update(fixed)
+    copies = frozenset(name for name, src in HEADLINE.items() if name in fixed and is_score(src)
+                       and not src.startswith("cases/"))  # headline/answer_f1 is answer/f1: a score
+    return Produced("logged", out, copies)
+
+
+def job_metrics(result: JobResult, topk: int) -> dict[str, float]:
+    """Every metric the tracker logs for a finished job."""
+    return assemble(Produced("job", result.metrics), logged_metrics(result, topk))

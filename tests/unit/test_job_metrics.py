@@ -1,0 +1,58 @@
+"""One module assembles a job's metrics; each producer declares which of its keys are scores."""
+
+from __future__ import annotations
+
+from ragbench.components import Components
+from ragbench.expand import ParentExpander
+from ragbench.generate.extractive import ExtractiveAnswerer
+from ragbench.ingest.hierarchical import HierarchicalChunker
+from ragbench.job_metrics import Produced, assemble, case_metrics, job_metrics, kinds, logged_metrics
+from ragbench.judge.lexical import LexicalJudge
+from ragbench.pipeline import Pipeline
+from ragbench.retrieval.dense import FaissRetriever
+from tests.fixtures.components import FlakyAnswerer
+from tests.fixtures.toy import HashEmbedder, ToyAdapter
+
+
+def _components(**over):
+    base = dict(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
+                retriever=FaissRetriever(), topk=2, rerankers=[], candidates=0,
+                expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
+                judges={"lexical": LexicalJudge()})
+    base.update(over)
+    return Components(**base)
+
+
+def test_producers_declare_scores_and_diagnostics():
+    result = Pipeline(_components(generator=FlakyAnswerer(fail_every=3))).run()  # q1 and q2 fail
+    assert any(c.failed for c in result.cases) and not all(c.failed for c in result.cases)
+    cases = case_metrics(result.cases, [LexicalJudge()])
+    assert {"answer/f1", "answer/f1_successful", "answer/em"} <= cases.scores
+    assert cases.kind("retrieval/mrr") == "diagnostic" and cases.kind("cases/failed") == "diagnostic"
+    qtype = next(k.split("/")[1] for k in cases.values if k.startswith("by_type/"))
+    assert cases.kind(f"by_type/{qtype}/answer/f1") == "score"
+    # the failed case is 0 end-to-end, left out of the successful-only figure
+    f1 = [c.scores.get("answer/f1", 0.0) for c in result.cases if not c.failed]
+    assert cases.values["answer/f1_successful"] == sum(f1) / len(f1)
+    assert cases.values["answer/f1"] == sum(f1) / len(result.cases)
+    assert {k: v for k, v in result.metrics.items() if k in cases.values} == dict(cases.values)
+
+
+def test_the_logged_dict_adds_counts_dataset_times_and_top_k_views():
+    result = Pipeline(_components()).run()
+    logged = job_metrics(result, topk=2)
+    assert {k: logged[k] for k in result.metrics} == dict(result.metrics)  # nothing of the job's changes
+    assert logged["counts/queries"] == float(len(result.evalset.queries))
+    assert logged["time/chunk_s"] == result.timings["chunk"]
+    assert logged["retrieval/hit_at_topk"] == result.metrics["retrieval/hit_at_2"]
+    assert logged["headline/answer_f1"] == result.metrics["answer/f1"]
+    part = logged_metrics(result, topk=2)
+    assert part.kind("headline/answer_f1") == "score" and part.kind("counts/queries") == "diagnostic"
+    assert part.kind("headline/failure_rate") == "diagnostic"
+
+
+def test_assemble_merges_in_order_and_kinds_follow_the_last_producer():
+    a = Produced("a", {"x": 1.0, "y": 2.0}, frozenset({"x"}))
+    b = Produced("b", {"y": 3.0})
+    assert assemble(a, b) == {"x": 1.0, "y": 3.0}
+    assert kinds(a, b) == {"x": "score", "y": "diagnostic"}
