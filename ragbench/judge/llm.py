@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ragbench.errors import ConfigError
@@ -49,8 +48,6 @@ class LLMJudge:
         num_retries: int = 3,
         backoff_s: float = 1.0,
         max_concurrency: int = 8,
-        cache_dir: str | None = None,
-        use_cache: bool = True,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
         rubrics: str = "default",
@@ -102,11 +99,10 @@ class LLMJudge:
             num_retries=num_retries,
             backoff_s=backoff_s,
             max_concurrency=max_concurrency,
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            use_cache=use_cache,
             max_reply_chars=max_reply_chars,
             max_consecutive_failures=max_consecutive_failures,
             role="judge",
+            cache_replies=False,  # verdicts are stage records (ragbench.cases): not cached twice
         )
 
     def params(self) -> dict[str, Any]:
