@@ -16,7 +16,10 @@ from ragbench.llm.cache import ReplyCache
 from ragbench.llm.client import LLMClient
 
 MSGS = [{"role": "user", "content": "hi"}]
-ANY = (lambda e: True)
+
+
+def ANY(entry: dict) -> bool:  # noqa: N802 - a predicate that accepts every stored reply
+    return True
 
 
 def _cache(root: Path, mode: str = "read_write") -> ReplyCache:
