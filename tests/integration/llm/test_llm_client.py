@@ -71,7 +71,7 @@ def test_key_extra_and_params_are_part_of_the_key(llm_server, cache_dir):
     assert llm_server.count == 4
 
 
-def test_use_cache_false_always_calls(llm_server, cache_dir):
+def test_no_store_always_calls(llm_server, cache_dir):
     client = _client(llm_server, cache_dir, cache=None)
     client.complete(MSGS)
     client.complete(MSGS)

@@ -75,7 +75,7 @@ def test_scores_are_normalised_per_rubric(llm_server, cache_dir):
         and out["judge/relevance"] == 0.5
     )
     assert out["judge/judge_failed"] == 0.0 and out["judge/heuristic_refusal"] == 0.0
-    assert llm_server.count == 4 and out["judge/cache_hits"] == 0.0
+    assert llm_server.count == 4 and "judge/cache_hits" not in out  # its client caches nothing to count
     assert out["judge/prompt_tokens"] > 0 and out["judge/completion_tokens"] > 0
     assert "spread" not in " ".join(out)  # repeats=1
     # the gold answers reach the judge joined by " | "
