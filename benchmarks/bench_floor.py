@@ -149,7 +149,7 @@ def main() -> int:
             floor = json.loads(Path(out).read_text())
             sw, sc = _timed([sys.executable, "-m", "ragbench", "-m", "dataset=locomo", "retrieval=dense,bm25",
                              "retrieval.topk=3,5,10", "embedder.show_progress=false", *extra],
-                            tmp, {**env, "RAGBENCH_STAGE_CACHE": os.path.join(tmp, "cache")})
+                            tmp, {**env, "RAGBENCH_CACHE": os.path.join(tmp, "cache")})
             swept = _sweep_metrics(os.path.join(tmp, "mlruns", "mlflow.db"))
         diffs = [(job, key, v, swept.get(job, {}).get(key)) for job, m in floor.items() for key, v in m.items()
                  if swept.get(job, {}).get(key) != v]

@@ -62,7 +62,6 @@ def main() -> None:
             api_base=server.url,
             api_key_env="RAGBENCH_BENCH_KEY",
             max_concurrency=args.concurrency,
-            use_cache=False,
             num_retries=0,
             timeout=30,
         )

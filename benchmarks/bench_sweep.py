@@ -35,7 +35,7 @@ PROBE = (
 
 def command(args: list[str], cwd: Path, probe: bool = False) -> tuple[float, int, str]:
     """(wall seconds, peak RSS of the child in MiB, stderr)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAGBENCH_STAGE_CACHE": str(cwd / "cache")}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAGBENCH_CACHE": str(cwd / "cache")}
     argv = [sys.executable, "-c", PROBE, *args] if probe else [sys.executable, "-m", "ragbench", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()

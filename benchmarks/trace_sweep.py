@@ -1,6 +1,6 @@
 """Where a sweep's wall time goes: pipeline work vs MLflow, Hydra composition, logging and GC.
 
-    cd "$(mktemp -d)" && RAGBENCH_STAGE_CACHE=$PWD/cache python /path/to/benchmarks/trace_sweep.py \
+    cd "$(mktemp -d)" && RAGBENCH_CACHE=$PWD/cache python /path/to/benchmarks/trace_sweep.py \
         -m retrieval.topk=3,5,10 dataset=locomo,qasper
 
 Runs ``python -m ragbench`` in this process with timers around the stage boundaries, and times every

@@ -6,14 +6,6 @@ from omegaconf import OmegaConf
 
 __version__ = "0.1.0"
 
-# `${llm_cache:${cache.mode}}`: the LLM response cache follows the stage cache's mode (as llm.use_cache):
-# read_write -> true (use and fill); read_only -> "read_only" (use, never write); refresh and off -> false
-# (bypassed: never a stale answer after "refresh").
-OmegaConf.register_new_resolver(
-    "llm_cache", lambda mode: {"read_write": True, "read_only": "read_only"}.get(str(mode), False), replace=True
-)
-
-
 
 def _default_scope(dataset: str | None) -> str:
     from ragbench.retrieval.scope import default_scope

@@ -15,10 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragbench import __version__, redact
 from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
+from ragbench.cache.replies import reply_store
 from ragbench.cache.store import StageCache
 from ragbench.components import Components, JobResult
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.judge.build import build_judges
 from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
 from ragbench.pipeline import Pipeline
 from ragbench.plan.rates import record_rates
@@ -40,10 +42,10 @@ LOG_EVERY_S = 30.0
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines list missing CPU variants
 
 
-def _instantiate(node: Any) -> Any:
+def _instantiate(node: Any, **kwargs: Any) -> Any:
     """``hydra.utils.instantiate`` that surfaces a component's own RagbenchError, not Hydra's wrapper."""
     try:
-        return instantiate(node)
+        return instantiate(node, **kwargs)
     except RagbenchError:
         raise
     except Exception as exc:
@@ -56,9 +58,15 @@ def _instantiate(node: Any) -> Any:
 def build(cfg: DictConfig) -> tuple[Components, StageCache]:
     """Instantiates every component named by ``_target_``; nothing heavy loads here."""
     check_config(cfg)  # unknown group keys, out-of-range numbers: before MLflow or any model
+    cache = _instantiate(cfg.cache)
+    with reply_store(cache):  # LLM clients built here keep their replies in the job's store
+        return _components(cfg), cache
+
+
+def _components(cfg: DictConfig) -> Components:
     rr = cfg.reranker
     llm = builds_llm(cfg)  # stages=retrieval: no generator, no judge (ragbench.stages)
-    components = Components(
+    return Components(
         dataset=_instantiate(cfg.dataset),
         chunker=_instantiate(cfg.chunker),
         embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
@@ -68,13 +76,12 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
         candidates=int(rr.get("candidates") or 0),
         expander=_instantiate(cfg.expander),
         generator=_instantiate(cfg.llm) if llm else None,
-        judges={name: _instantiate(node) for name, node in (cfg.judge.get("judges") or {}).items()} if llm else {},
+        judges=build_judges(cfg.judge, _instantiate) if llm else {},
         scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
         search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
         parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
         **query_options(cfg, _instantiate),
     )
-    return components, _instantiate(cfg.cache)
 
 
 def _component_params(components: Components) -> dict[str, Any]:

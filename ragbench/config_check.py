@@ -58,6 +58,17 @@ NUMBERS: dict[str, Rule] = {
 }
 
 
+# keys that were removed, and what replaced them: one line naming the new key, wherever the old one is given
+RETIRED = {"use_cache": "the LLM reply cache follows cache.mode (read_write | refresh | read_only | off)",
+           "cache_dir": "LLM replies are kept in the one cache store under cache.dir"}
+
+
+def _retired(key: str) -> None:
+    leaf = key.rsplit(".", 1)[-1]
+    if leaf in RETIRED:
+        raise ConfigError(f"{key} was removed: {RETIRED[leaf]}; fix: drop {key} and set cache.mode or cache.dir")
+
+
 def _close(word: str, options: list[str], prefix: str = "") -> str:
     """``did you mean retrieval.topk?``, or the valid keys when none is close."""
     options = [o for o in options if o != "_target_"]
@@ -145,6 +156,7 @@ def check_config(cfg: DictConfig) -> None:
     assert isinstance(resolved, dict)
     for group in COMPONENT_GROUPS:
         for key, leaf, value in _numbers(group, resolved.get(group) or {}):
+            _retired(key)
             rule = NUMBERS.get(key) or NUMBERS.get(leaf)
             if rule is None:
                 continue
@@ -205,6 +217,7 @@ def check_overrides(args: list[str]) -> None:
             _moved(key)
         if o.is_add() or o.is_force_add() or o.is_delete() or key.startswith("hydra") or o.package:
             continue
+        _retired(key)
         first, *rest = key.split(".")
         if first not in _root_keys():
             raise ConfigError(f"{key} is not a config key or group; {_close(first, _root_keys())}")

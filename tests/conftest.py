@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 
 # One stage cache for the whole test session (subprocess sweeps inherit it), so the bundled corpora
 # are embedded once; tests that assert cache misses pass their own cache.dir.
-os.environ.setdefault("RAGBENCH_STAGE_CACHE", tempfile.mkdtemp(prefix="ragbench-test-cache-"))
+os.environ.setdefault("RAGBENCH_CACHE", tempfile.mkdtemp(prefix="ragbench-test-cache-"))
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import sys
 import time
@@ -12,20 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragbench.cache.inventory import StageInfo, info, prune
+from ragbench.cache.root import DEFAULT_DIR, ENV_VAR, job_cache_dir
 from ragbench.errors import CacheError, ConfigError
 
 __all__ = ["default_dir", "info", "main", "parse_age", "parser", "prune"]
 
 log = logging.getLogger("ragbench.cache")
 
-ENV_VAR = "RAGBENCH_STAGE_CACHE"
-DEFAULT_DIR = ".ragbench_cache"  # the same default as config.yaml's cache.dir
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def default_dir() -> Path:
-    """``$RAGBENCH_STAGE_CACHE``, else ``.ragbench_cache`` in the current folder (as config.yaml)."""
-    return Path(os.environ.get(ENV_VAR) or DEFAULT_DIR).expanduser()
+    """``$RAGBENCH_CACHE``, else ``.ragbench_cache`` in the current folder (as config.yaml)."""
+    return job_cache_dir()
 
 
 def parse_age(text: str) -> float:

@@ -18,6 +18,7 @@ from filelock import FileLock, Timeout
 
 from ragbench.cache.files import MANIFEST
 from ragbench.cache.lock import HOLDER_SUFFIX
+from ragbench.cache.root import DOWNLOADS
 from ragbench.errors import CacheError
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
@@ -76,10 +77,10 @@ def _folder_created(path: Path) -> float:
 
 
 def stages(root: Path) -> list[str]:
-    """Stage folders under the cache root (hidden and stray files ignored)."""
+    """Stage folders under the cache root (hidden and stray files, and the download cache, ignored)."""
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != DOWNLOADS)
 
 
 def entries(root: Path, stage: str) -> Iterator[Entry]:

@@ -1,9 +1,9 @@
-"""The stage cache's keys, in one place: the pipeline builds entries under them and ``ragbench.plan``
-looks them up without running a stage."""
+"""The cache's keys, in one place: the pipeline builds entries under them, the LLM client stores its
+replies under them and ``ragbench.plan`` looks them up without running a stage. Every key is ``make_key``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragbench.cache.entries import corpus_digest, library_versions, texts_digest
@@ -34,3 +34,9 @@ def answer_key(generator_identity: str, query: Query, contexts: Sequence[Context
 def verdict_key(judge_identity: str, answer_key: str, answer: Answer, query: Query) -> str:
     return make_key({"stage": "verdicts", "judge": judge_identity, "answer": answer_key, "answer_text": answer.text,
                      "gold": list(query.answers), "answerable": query.answerable})
+
+
+def reply_key(kind: str, request: Mapping[str, Any]) -> str:
+    """An LLM reply (``kind`` chat or embedding) to ``request`` (model, api_base, messages or input, params;
+    never the API key): for replies without a stage record of their own (query transforms, API embeddings)."""
+    return make_key({"stage": "llm", "kind": kind, "request": dict(request)})

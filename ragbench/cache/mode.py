@@ -1,4 +1,4 @@
-"""What a cache may do: the one mode every cache (stage cache, LLM response cache) follows."""
+"""What the cache may do: the one mode of every record in the store (stage entries, answers, verdicts, LLM replies)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class CacheMode(str, Enum):
 
     @classmethod
     def parse(cls, value: str | bool, *, key: str = "cache.mode") -> CacheMode:
-        """A mode from its name; ``True``/``False`` (an ``llm.use_cache`` flag) mean read_write/off."""
+        """A mode from its name; ``True``/``False`` (a YAML boolean) mean read_write/off."""
         if isinstance(value, cls):
             return value
         if isinstance(value, bool):

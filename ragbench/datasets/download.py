@@ -17,30 +17,26 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from ragbench.cache.root import DOWNLOADS, ENV_VAR, download_root
 from ragbench.datasets.sources import SOURCES, DatasetSource, RemoteFile, Unpack
 from ragbench.errors import DatasetError, DownloadError
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "RAGBENCH_CACHE"
+CACHE_ENV = ENV_VAR
 MANIFEST = ".ragbench-download.json"
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 CHUNK = 1 << 16
 
 
 def cache_root() -> Path:
-    """``$RAGBENCH_CACHE``, else the platform's user cache folder for ragbench."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("ragbench"))
+    """``$RAGBENCH_CACHE`` (the root of every cache), else the platform's user cache folder for ragbench."""
+    return download_root()
 
 
 def dataset_dir(name: str) -> Path:
     """Where the official files of ``name`` are kept, in their official layout."""
-    return cache_root() / "datasets" / name
+    return cache_root() / DOWNLOADS / name
 
 
 class _Transient(Exception):

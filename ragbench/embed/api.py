@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -35,8 +34,6 @@ class APIEmbedder:
         timeout: float = 60.0,
         num_retries: int = 3,
         backoff_s: float = 1.0,
-        cache_dir: str | None = None,
-        use_cache: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -55,8 +52,6 @@ class APIEmbedder:
             num_retries=num_retries,
             backoff_s=backoff_s,
             max_concurrency=1,
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            use_cache=use_cache,
             role="embedder",
         )
         self._dim = dimensions

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ragbench.generate.citations import parse_citations
@@ -35,8 +34,6 @@ class LLMGenerator:
         max_concurrency: int = 8,
         prompt: str = "default",
         dataset: str | None = None,
-        cache_dir: str | None = None,
-        use_cache: bool = True,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
     ) -> None:
@@ -59,11 +56,10 @@ class LLMGenerator:
             num_retries=num_retries,
             backoff_s=backoff_s,
             max_concurrency=max_concurrency,
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            use_cache=use_cache,
             max_reply_chars=max_reply_chars,
             max_consecutive_failures=max_consecutive_failures,
             role="llm",
+            cache_replies=False,  # answers are stage records (ragbench.cases): not cached twice
         )
 
     def params(self) -> dict[str, Any]:

@@ -5,14 +5,14 @@ Per case it returns (scores normalised to 0-1 except ``judge/score``, which keep
 ``judge/relevance``; ``judge/judge_failed`` (1 when some metric got no parsable verdict -- that
 metric's key is then absent); with ``repeats`` > 1 ``judge/spread`` (max - min accuracy score over the
 repeats) and ``judge/flip`` (1 when the repeats fall on both sides of ``pass_threshold``); and the
-judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd``, ``judge/cache_hits``.
+judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd`` (its replies are not cached by
+its client: the case runner caches the verdict, once).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ragbench.errors import ConfigError
@@ -49,8 +49,6 @@ class LLMJudge:
         num_retries: int = 3,
         backoff_s: float = 1.0,
         max_concurrency: int = 8,
-        cache_dir: str | None = None,
-        use_cache: bool = True,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
         rubrics: str = "default",
@@ -102,11 +100,10 @@ class LLMJudge:
             num_retries=num_retries,
             backoff_s=backoff_s,
             max_concurrency=max_concurrency,
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            use_cache=use_cache,
             max_reply_chars=max_reply_chars,
             max_consecutive_failures=max_consecutive_failures,
             role="judge",
+            cache_replies=False,  # verdicts are stage records (ragbench.cases): not cached twice
         )
 
     def params(self) -> dict[str, Any]:
@@ -158,7 +155,6 @@ class LLMJudge:
             "judge/prompt_tokens": 0.0,
             "judge/completion_tokens": 0.0,
             "judge/cost_usd": 0.0,
-            "judge/cache_hits": 0.0,
         }
         if gold_refuses and is_refusal(answer.text):
             # OpenViking's Heuristic_Refusal_Check: a refusal to an unanswerable question is right.
@@ -191,7 +187,6 @@ class LLMJudge:
                 usage["judge/prompt_tokens"] += reply.usage.prompt_tokens
                 usage["judge/completion_tokens"] += reply.usage.completion_tokens
                 usage["judge/cost_usd"] += reply.usage.cost_usd
-                usage["judge/cache_hits"] += float(reply.usage.cached)
                 verdict = parse_verdict(reply.text, rubric.scores)
                 notes[metric]["reasoning"].append(verdict.reasoning)
                 if verdict.score is None:

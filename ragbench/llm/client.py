@@ -1,4 +1,4 @@
-"""The litellm client: chat and embedding calls with retries, a concurrency bound, a disk cache and usage.
+"""The litellm client: chat and embedding calls with retries, a concurrency bound, cached replies and usage.
 
 The API key is read from the environment variable *named* by ``api_key_env`` at each call; the key
 itself is never stored on the object, in the cache, in a log line or in an error message.
@@ -11,15 +11,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from ragbench.budget import LEDGER
-from ragbench.cache.mode import CacheMode
+from ragbench.cache.replies import job_store
+from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, LLMError
 from ragbench.llm.breaker import EndpointBreaker
-from ragbench.llm.cache import ResponseCache, cache_key, default_cache_dir
+from ragbench.llm.cache import ReplyCache
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMReplyTooLargeError,
@@ -27,39 +26,17 @@ from ragbench.llm.errors import (
     classify,
     fix_for,
 )
+from ragbench.llm.replies import Completion, Embeddings, EmptyReply, embedding_vectors
 from ragbench.llm.retry import RetryPolicy
 from ragbench.llm.usage import usage_from_cache, usage_of, usage_to_dict
 from ragbench.redact import mask_secrets, register
-from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Message = Mapping[str, str]
 PREFLIGHT_PROMPT = "Reply with the single word OK."
-
-
-class EmptyReply(Exception):
-    """A 200 reply with no usable completion (no ``choices``): retried like a 5xx."""
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One chat reply: text, usage (``cached`` when served from disk), wall latency and attempts made."""
-
-    text: str
-    model: str
-    usage: Usage
-    latency_s: float
-    attempts: int
-
-
-@dataclass(frozen=True)
-class Embeddings:
-    """Vectors of one batch of texts, in input order."""
-
-    vectors: tuple[tuple[float, ...], ...]
-    usage: Usage
-    latency_s: float
+PREFLIGHT = "preflight"  # the key_extra that marks the preflight probe
+JOB_STORE = object()  # LLMClient(cache=...) default: the job's store (ragbench.cache.replies)
 
 
 class LLMClient:
@@ -77,12 +54,16 @@ class LLMClient:
         num_retries: int = 3,
         backoff_s: float = 1.0,
         max_concurrency: int = 8,
-        cache_dir: str | Path | None = None,
-        use_cache: bool | str = True,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
         role: str = "llm",
+        cache: StageCache | None | object = JOB_STORE,
+        cache_replies: bool = True,
     ) -> None:
+        """``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``; None:
+        none); its ``cache.mode`` decides. ``cache_replies=False`` for a caller that keeps its replies as
+        stage records itself (answers, verdicts): only the preflight probe is cached, so a rerun served
+        from the stage cache still sends no request."""
         if not model or not isinstance(model, str):
             raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
         if max_concurrency < 1:
@@ -108,16 +89,13 @@ class LLMClient:
         self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
         self.max_concurrency = max_concurrency
         self.role = role
-        mode = CacheMode.parse(use_cache, key=f"{role}.use_cache")  # True/False or a cache.mode name
         self.max_reply_chars = max_reply_chars
         self.max_consecutive_failures = max_consecutive_failures
         self.breaker = EndpointBreaker(max_consecutive_failures)
-        self.cache = (
-            ResponseCache(Path(cache_dir) if cache_dir else default_cache_dir(), mode)
-            if mode is not CacheMode.OFF else None
-        )
+        store = job_store() if cache is JOB_STORE else cache
+        self.cache = ReplyCache(store, self._where()) if isinstance(store, StageCache) else None
+        self.cache_replies = cache_replies
         self._slots = threading.BoundedSemaphore(max_concurrency)
-        self._hit_logged = False
         # litellm (~5 s) is imported by the first request (the preflight, before the case loop), so a
         # config error answers in about a second; its import time never enters a reply's latency.
 
@@ -140,13 +118,11 @@ class LLMClient:
         msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         params.update(key_extra or {})
-        key = cache_key(
-            "chat", {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
-        )
+        request = {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
+        cache = self.cache if self.cache_replies or PREFLIGHT in params else None
         start = time.perf_counter()
-        hit = self._lookup(
-            key, lambda e: isinstance(e.get("text"), str) and (cache_if is None or cache_if(e["text"]))
-        )
+        hit = cache.get("chat", request, lambda e: isinstance(e.get("text"), str) and (
+            cache_if is None or cache_if(e["text"]))) if cache is not None else None
         if hit is not None:
             LEDGER.record(self.role, usage_from_cache(hit))  # saved, not spent (ragbench.budget)
             return Completion(
@@ -165,8 +141,8 @@ class LLMClient:
         )
         usage = usage_of(response, model=self.model)
         LEDGER.record(self.role, usage)
-        if self.cache is not None and (cache_if is None or cache_if(text)):
-            self.cache.put(key, {"text": text, "model": self.model, **usage_to_dict(usage)})
+        if cache is not None and (cache_if is None or cache_if(text)):
+            cache.put("chat", request, {"text": text, "model": self.model, **usage_to_dict(usage)})
         return Completion(
             text=text, model=self.model, usage=usage, latency_s=time.perf_counter() - start, attempts=attempts
         )
@@ -174,19 +150,10 @@ class LLMClient:
     def embed(self, texts: Sequence[str], *, dimensions: int | None = None) -> Embeddings:
         """Vectors of ``texts`` (one request); cached like completions."""
         inputs = [str(t) for t in texts]
-        key = cache_key(
-            "embedding",
-            {
-                "model": self.model,
-                "api_base": self.api_base,
-                "input": inputs,
-                "params": {"dimensions": dimensions},
-            },
-        )
+        request = {"model": self.model, "api_base": self.api_base, "input": inputs, "params": {"dimensions": dimensions}}
         start = time.perf_counter()
-        hit = self._lookup(
-            key, lambda e: isinstance(e.get("vectors"), list) and len(e["vectors"]) == len(inputs)
-        )
+        hit = self.cache.get("embedding", request, lambda e: isinstance(e.get("vectors"), list) and len(
+            e["vectors"]) == len(inputs)) if self.cache is not None else None
         if hit is not None:
             LEDGER.record(self.role, usage_from_cache(hit))
             return Embeddings(
@@ -199,13 +166,12 @@ class LLMClient:
         if dimensions is not None:
             kwargs["dimensions"] = dimensions
         response, _ = self._call(lambda lib, extra: lib.embedding(**kwargs, **extra))
-        vectors = _embedding_vectors(response, len(inputs), self._where())
+        vectors = embedding_vectors(response, len(inputs), self._where())
         usage = usage_of(response, model=self.model, call_type="embedding")
         LEDGER.record(self.role, usage)
         if self.cache is not None:
-            self.cache.put(
-                key, {"vectors": [list(v) for v in vectors], "model": self.model, **usage_to_dict(usage)}
-            )
+            self.cache.put("embedding", request, {"vectors": [list(v) for v in vectors], "model": self.model,
+                                                  **usage_to_dict(usage)})
         return Embeddings(vectors=vectors, usage=usage, latency_s=time.perf_counter() - start)
 
     def preflight(self, *, kind: str = "chat") -> None:
@@ -216,7 +182,7 @@ class LLMClient:
             if kind == "embedding":
                 self.embed(["ragbench preflight"])
             else:
-                self.complete([{"role": "user", "content": PREFLIGHT_PROMPT}], key_extra={"preflight": 1})
+                self.complete([{"role": "user", "content": PREFLIGHT_PROMPT}], key_extra={PREFLIGHT: 1})
         except LLMError as exc:
             raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
 
@@ -244,18 +210,6 @@ class LLMClient:
         # A server that echoes the key back must not get it into answers, caches or judge prompts.
         register(secret)
         return response, mask_secrets(text)
-
-    def _lookup(self, key: str, usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-        if self.cache is None:
-            return None
-        hit = self.cache.get(key)
-        if hit is not None and not usable(hit):
-            return None
-        if hit is not None:
-            level = logging.DEBUG if self._hit_logged else logging.INFO
-            self._hit_logged = True
-            log.log(level, "%s: served from cache %s (key %s)", self._where(), self.cache.root, key[:12])
-        return hit
 
     def _call(self, send: Callable[[Any, dict[str, Any]], T]) -> tuple[T, int]:
         """One logical call: bounded by the semaphore, retried, failures mapped to LLMError classes."""
@@ -312,23 +266,3 @@ def _import_seconds() -> float:
     begin = time.perf_counter()
     litellm()
     return time.perf_counter() - begin
-
-
-def _embedding_vectors(response: Any, expected: int, where: str) -> tuple[tuple[float, ...], ...]:
-    data = getattr(response, "data", None) or []
-    rows: list[tuple[int, tuple[float, ...]]] = []
-    for i, item in enumerate(data):
-        get = item.get if isinstance(item, dict) else (lambda name, _item=item: getattr(_item, name, None))
-        vec = get("embedding")
-        if not isinstance(vec, list):
-            raise LLMResponseError(
-                f"{where}: embedding {i} is not a list of floats\n  fix: {fix_for(LLMResponseError)}"
-            )
-        index = get("index")
-        rows.append((int(index) if index is not None else i, tuple(float(x) for x in vec)))
-    if len(rows) != expected:
-        raise LLMResponseError(
-            f"{where}: asked for {expected} embeddings, got {len(rows)}\n  fix: {fix_for(LLMResponseError)}"
-        )
-    rows.sort(key=lambda r: r[0])
-    return tuple(v for _, v in rows)

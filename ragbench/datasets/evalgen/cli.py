@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbench import __version__
+from ragbench.cache.replies import reply_store
 from ragbench.datasets.evalgen.dedup import Deduplicator
 from ragbench.datasets.evalgen.journal import Journal, check_share, write_set
 from ragbench.datasets.evalgen.plan import plan
@@ -160,13 +161,14 @@ def cmd_generate(overrides: list[str]) -> int:
         raise ConfigError(f"no paragraph in {folder} has {cfg.min_words} words or more\n  fix: add longer "
                           "documents, or lower min_words")
     critic_cfg = cfg.critic
-    embedder = instantiate(cfg.embedder) if cfg.dedup.method == "embedder" else None
+    llm = cfg.llm
+    with reply_store(instantiate(cfg.cache)):  # replies and API embeddings are cached in the job cache
+        embedder = instantiate(cfg.embedder) if cfg.dedup.method == "embedder" else None
+        gen_client = client(llm, role="llm")
+        critic_client = client(llm, role="critic", overrides={
+            k: critic_cfg[k] for k in ("model", "api_base", "api_key_env", "temperature", "max_tokens")})
     dedup = Deduplicator(method=str(cfg.dedup.method), threshold=float(cfg.dedup.threshold),
                          embed=embedder.embed_queries if embedder is not None else None)
-    llm = cfg.llm
-    gen_client = client(llm, role="llm")
-    critic_client = client(llm, role="critic", overrides={
-        k: critic_cfg[k] for k in ("model", "api_base", "api_key_env", "temperature", "max_tokens")})
     if critic_cfg.model == llm.model:
         log.warning("the critic is the generator's model (%s): a model grading its own questions is lenient; "
                     "set critic.model (and critic.api_key_env) to another one", llm.model)

@@ -28,5 +28,5 @@ def llm_server(llm_server_session):
 
 @pytest.fixture()
 def cache_dir(tmp_path):
-    """A fresh response cache directory."""
+    """A fresh cache store directory (LLM replies go to its llm/ records)."""
     return tmp_path / "llm-cache"

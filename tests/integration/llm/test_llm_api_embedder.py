@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragbench.cache.replies import reply_store
+from ragbench.cache.store import StageCache
 from ragbench.embed.api import APIEmbedder
 from ragbench.errors import ConfigError
 from ragbench.protocols import Embedder
@@ -13,15 +15,15 @@ from ragbench.protocols import Embedder
 @pytest.fixture()
 def embedder(llm_server, cache_dir, monkeypatch):
     monkeypatch.setenv("RAGBENCH_EMB_KEY", "sk-emb-key-123")
-    return APIEmbedder(
-        model="openai/emb-model",
-        api_base=llm_server.url,
-        api_key_env="RAGBENCH_EMB_KEY",
-        batch_size=2,
-        num_retries=0,
-        cache_dir=str(cache_dir),
-        query_prefix="query: ",
-    )
+    with reply_store(StageCache(dir=str(cache_dir))):  # as a job builds it: embeddings cached in the job's store
+        return APIEmbedder(
+            model="openai/emb-model",
+            api_base=llm_server.url,
+            api_key_env="RAGBENCH_EMB_KEY",
+            batch_size=2,
+            num_retries=0,
+            query_prefix="query: ",
+        )
 
 
 def test_satisfies_the_embedder_protocol(embedder, llm_server):
@@ -53,11 +55,11 @@ def test_dim_probe_and_empty_input(embedder, llm_server):
     assert embedder.embed_queries([]).shape == (0, llm_server.dim)
 
 
-def test_cache_serves_a_rerun(embedder, llm_server):
+def test_cache_serves_a_rerun(embedder, llm_server, cache_dir):
     first = embedder.embed_documents(["a b", "c d"])
     again = embedder.embed_documents(["a b", "c d"])
     np.testing.assert_array_equal(first, again)
-    assert llm_server.count == 1
+    assert llm_server.count == 1 and len(list((cache_dir / "llm").rglob("*.json"))) == 1
 
 
 def test_bad_settings(llm_server, cache_dir):

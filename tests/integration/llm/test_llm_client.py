@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError
 from ragbench.llm.client import LLMClient
 from ragbench.llm.errors import LLMRequestError
@@ -22,7 +23,7 @@ def _client(server, cache_dir, **kw):
         "num_retries": 2,
         "backoff_s": 0.01,
         "timeout": 5.0,
-        "cache_dir": cache_dir,
+        "cache": StageCache(dir=str(cache_dir)),
     }
     return LLMClient(**{**defaults, **kw})
 
@@ -47,7 +48,7 @@ def test_reply_usage_and_request_shape(llm_server, cache_dir):
 def test_second_identical_call_is_served_from_cache(llm_server, cache_dir, caplog):
     client = _client(llm_server, cache_dir)
     first = client.complete(MSGS)
-    with caplog.at_level("INFO", logger="ragbench.llm.client"):
+    with caplog.at_level("INFO", logger="ragbench.llm.cache"):
         second = client.complete(MSGS)
     assert llm_server.count == 1
     assert second.text == first.text and second.usage.cached and second.attempts == 0
@@ -70,8 +71,8 @@ def test_key_extra_and_params_are_part_of_the_key(llm_server, cache_dir):
     assert llm_server.count == 4
 
 
-def test_use_cache_false_always_calls(llm_server, cache_dir):
-    client = _client(llm_server, cache_dir, use_cache=False)
+def test_no_store_always_calls(llm_server, cache_dir):
+    client = _client(llm_server, cache_dir, cache=None)
     client.complete(MSGS)
     client.complete(MSGS)
     assert llm_server.count == 2 and not cache_dir.exists()
@@ -86,7 +87,7 @@ def test_permanent_error_is_not_retried(llm_server, cache_dir):
 
 def test_max_concurrency_bounds_requests_in_flight(llm_server, cache_dir):
     llm_server.delay_s = 0.1
-    client = _client(llm_server, cache_dir, max_concurrency=3, use_cache=False)
+    client = _client(llm_server, cache_dir, max_concurrency=3, cache=None)
     threads = [
         threading.Thread(target=client.complete, args=([{"role": "user", "content": str(i)}],))
         for i in range(9)
@@ -109,7 +110,7 @@ def test_requests_run_concurrently(llm_server, cache_dir):
         return default_reply(body)
 
     llm_server.responder = reply_when_three_in_flight
-    client = _client(llm_server, cache_dir, max_concurrency=3, use_cache=False, num_retries=0)
+    client = _client(llm_server, cache_dir, max_concurrency=3, cache=None, num_retries=0)
     errors: list[BaseException] = []
 
     def call(i: int) -> None:

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError
 from ragbench.llm.client import LLMClient
 from ragbench.llm.errors import (
@@ -30,7 +31,7 @@ def _key(monkeypatch):
 
 def _client(api_base, cache_dir, **kw):
     args = {"model": "openai/m", "api_base": api_base, "api_key_env": "RAGBENCH_FAULT_KEY", "num_retries": 2,
-            "backoff_s": 0.0, "timeout": 5.0, "cache_dir": cache_dir}
+            "backoff_s": 0.0, "timeout": 5.0, "cache": StageCache(dir=str(cache_dir))}
     return LLMClient(**{**args, **kw})
 
 

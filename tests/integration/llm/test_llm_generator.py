@@ -37,7 +37,6 @@ def generator(llm_server, cache_dir, monkeypatch):
         timeout=5,
         max_concurrency=4,
         dataset="locomo",
-        cache_dir=str(cache_dir),
     )
 
 
@@ -72,20 +71,22 @@ def test_default_fixture_reply_quotes_ref_1(generator, llm_server):
     assert answer.text == "Mel: I painted a lake yesterday!" and answer.citations == (1,)
 
 
-def test_rerun_is_served_from_cache(generator, llm_server):
+def test_the_generator_client_keeps_no_replies(generator, llm_server, cache_dir):
+    """Answers are cached once, as the case runner's stage records: its client does not store them too."""
     first = generator.answer(Q, CTX)
     again = generator.answer(Q, CTX)
-    assert llm_server.count == 1 and again.text == first.text and again.usage.cached
+    assert llm_server.count == 2 and again.text == first.text and not again.usage.cached
+    assert not cache_dir.exists()
 
 
 def test_unknown_prompt_fails_at_construction(llm_server, cache_dir):
     with pytest.raises(ConfigError, match="no answer prompt named"):
-        LLMGenerator(model="openai/m", api_base=llm_server.url, prompt="missing", cache_dir=str(cache_dir))
+        LLMGenerator(model="openai/m", api_base=llm_server.url, prompt="missing")
 
 
 def test_identity_changes_with_what_shapes_the_answer(llm_server, cache_dir):
     def ident(**kw):
-        args = {"model": "openai/m", "api_base": llm_server.url, "cache_dir": str(cache_dir), **kw}
+        args = {"model": "openai/m", "api_base": llm_server.url, **kw}
         return LLMGenerator(**args).identity
 
     base = ident()

@@ -24,9 +24,10 @@ from ragbench.cache.entries import (
     verdict_from,
 )
 from ragbench.cache.files import json_sha256
+from ragbench.cache.keys import reply_key
 from ragbench.cache.store import StageCache
 from ragbench.errors import CacheCorruptError
-from ragbench.llm.cache import ResponseCache
+from ragbench.llm.cache import ReplyCache
 from ragbench.types import Answer, Hit, Usage
 
 KEY = "ab" * 32
@@ -36,6 +37,8 @@ HITS = [[Hit("c1", 0.9, 1), Hit("c2", 0.5, 2)], [Hit("c3", 0.7, 1)]]
 ANSWER = Answer(text="Paris [1]", model="m", latency_s=0.25, usage=Usage(3, 2, 0.001, cached=True), citations=(1,))
 VERDICT = {"judge/score": 4.0, "judge/judge_failed": 0.0}
 REPLY = {"text": "Paris", "model": "m", "prompt_tokens": 3, "completion_tokens": 1, "cost_usd": 0.0}
+REQUEST = {"model": "m", "api_base": None, "messages": [{"role": "user", "content": "capital?"}], "params": {}}
+REPLY_KEY = reply_key("chat", REQUEST)  # an LLM reply is a record of the one store, under the one key function
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,11 @@ def _record_read(stage: str, value: Any, parse: Callable[[Any], Any]) -> Callabl
 
 
 def _reply_read(root: Path, mode: str) -> tuple[Any, bool]:
-    cache = ResponseCache(root / "llm", mode)
-    got = cache.get(KEY)
+    cache = ReplyCache(StageCache(dir=str(root), mode=mode), "llm model 'm'")
+    got = cache.get("chat", REQUEST, lambda e: isinstance(e.get("text"), str))
     if got is not None:
         return got, True
-    cache.put(KEY, REPLY)  # what the client does after its call
+    cache.put("chat", REQUEST, REPLY)  # what the client does after its call
     return REPLY, False
 
 
@@ -93,7 +96,7 @@ ENTRIES = {
                      lambda r: r / "verdicts" / KEY[:2] / f"{KEY}.json",
                      _record_read("verdicts", VERDICT, verdict_from), VERDICT),
     "reply": Entry("reply", lambda r: _reply_read(r, "read_write") and None,
-                   lambda r: r / "llm" / KEY[:2] / f"{KEY}.json", _reply_read, REPLY),
+                   lambda r: r / "llm" / REPLY_KEY[:2] / f"{REPLY_KEY}.json", _reply_read, REPLY),
 }
 
 
@@ -229,7 +232,7 @@ def test_read_write_rebuilds_a_corrupt_entry(tmp_path, caplog, kind, what, corru
     with caplog.at_level(logging.WARNING):
         value, hit = entry.read(root, "read_write")
     assert (value, hit) == (entry.expected, False)  # rebuilt: the right value, never the corrupt one
-    assert "is corrupt" in caplog.text and KEY in caplog.text  # the warning names the entry
+    assert "is corrupt" in caplog.text and entry.path(root).stem in caplog.text  # the warning names the entry
     assert entry.read(root, "read_write") == (entry.expected, True)  # and the rebuilt entry is sound
 
 
@@ -237,7 +240,8 @@ def test_read_write_rebuilds_a_corrupt_entry(tmp_path, caplog, kind, what, corru
 def test_read_only_refuses_a_corrupt_entry_and_writes_nothing(tmp_path, kind, what, corrupt):
     entry, root = _corrupted(tmp_path, kind, corrupt)
     before = _snapshot(root)
-    with pytest.raises(CacheCorruptError, match=rf"{KEY}.* is corrupt: .*\n  fix: rerun with cache.mode=read_write"):
+    key = entry.path(root).stem
+    with pytest.raises(CacheCorruptError, match=rf"{key}.* is corrupt: .*\n  fix: rerun with cache.mode=read_write"):
         entry.read(root, "read_only")
     assert _snapshot(root) == before
 
