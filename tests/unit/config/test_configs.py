@@ -132,7 +132,8 @@ IMPLEMENTATIONS = _implementations()
 
 # optional capabilities (protocols.py): the stage protocol whose implementations may add each one
 CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.BaselineRetriever: protocols.Retriever,
-                protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge}
+                protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge,
+                protocols.LoggedParams: protocols.Generator, protocols.LoggedTags: protocols.Judge}
 
 
 def test_contract_covers_every_protocol():
