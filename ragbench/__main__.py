@@ -102,7 +102,8 @@ def cli() -> None:
     if sys.argv[1:2] == ["compare"]:
         from ragbench.compare.__main__ import main as compare_main
 
-        sys.exit(compare_main(sys.argv[2:]))
+        leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
+        return
     main()
 
 
