@@ -45,6 +45,9 @@ def redact(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+_EXPERIMENT_IDS: dict[tuple[str, str], str] = {}  # (tracking uri, experiment name) -> id, for this process
+
+
 @functools.lru_cache(maxsize=8)
 def _client_for(uri: str) -> Any:
     """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
@@ -78,7 +81,14 @@ class MlflowTracker:
         return self._client
 
     def experiment_id(self) -> str:
-        """The experiment's id, created (with artifacts under ``artifact_root``) when missing."""
+        """The experiment's id, created (with artifacts under ``artifact_root``) when missing; looked up
+        once per store and process (every job of a sweep asks for it two or three times)."""
+        key = (self.uri, self.experiment)
+        if key not in _EXPERIMENT_IDS:
+            _EXPERIMENT_IDS[key] = self._experiment_id()
+        return _EXPERIMENT_IDS[key]
+
+    def _experiment_id(self) -> str:
         exp = self.client.get_experiment_by_name(self.experiment)
         if exp is not None:
             if not set(EXPERIMENT_KIND.items()) <= set(exp.tags.items()):  # made by an older ragbench or by hand
