@@ -137,7 +137,11 @@ class JobRun:
 
         previous = self._open(built)
         if previous is not None:
-            return objective(self.cfg, previous.data.metrics)
+            try:
+                return objective(self.cfg, previous.data.metrics)
+            except RagbenchError as exc:  # objective= names no metric of the reused run
+                log.error("%s", exc)
+                sys.exit(1)
         with self:
             # the config and the components' own params in one set of log_batch calls
             self.tracker.log_params(self._id, {**flatten(self.resolved), **self._params})
