@@ -139,3 +139,32 @@ def test_an_interrupt_exit_code_is_128_plus_the_signal(monkeypatch, capsys):
     assert lifecycle.interrupted(KeyboardInterrupt()) == 130
     assert {h for _, h in handlers} == {signal.SIG_IGN}  # a second signal cannot cut the closing short
     assert capsys.readouterr().err.count(lifecycle.INTERRUPTED) == 2
+
+
+def test_logged_params_and_tags_come_from_the_components_that_declare_them():
+    from ragbench.generate.llm import LLMGenerator
+    from ragbench.judge.llm import LLMJudge
+    from ragbench.protocols import LoggedParams, LoggedTags
+
+    assert issubclass(LLMGenerator, LoggedParams) and not issubclass(LLMGenerator, LoggedTags)
+    assert issubclass(LLMJudge, LoggedParams) and issubclass(LLMJudge, LoggedTags)
+    assert not issubclass(LexicalJudge, LoggedParams | LoggedTags)
+
+    class Generator:
+        def log_params(self) -> dict[str, str]:
+            return {"llm/prompt_hash": "abc"}
+
+    class Judge:
+        def log_params(self) -> dict[str, str]:
+            return {"judge/rubrics_hash": "def"}
+
+        def log_tags(self) -> dict[str, object]:
+            return {"judge.same_model": False}
+
+    class OldStyle:  # the former duck-typed names are no capability
+        def params(self) -> dict[str, str]:
+            return {"x": "y"}
+
+    comps = SimpleNamespace(generator=Generator(), judges={"a": Judge(), "b": OldStyle(), "c": LexicalJudge()})
+    assert lifecycle.component_params(comps) == {"llm/prompt_hash": "abc", "judge/rubrics_hash": "def"}  # type: ignore[arg-type]
+    assert lifecycle.component_tags(comps) == {"judge.same_model": "False"}  # type: ignore[arg-type]
