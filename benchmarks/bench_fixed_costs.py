@@ -129,15 +129,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     trees = {"this": REPO, **({"base": args.base.resolve()} if args.base else {})}
-    cache = Path(tempfile.mkdtemp(prefix="bench-fixed-cache-"))
-    for tree in trees.values():  # warm the stage cache (and each tree's imports) once, untimed
-        one_run(tree, cache)
     results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    for i in range(args.runs):
-        for name, tree in (trees.items() if i % 2 == 0 else reversed(trees.items())):
-            results[name].append(one_run(tree, cache))
-            print(f"run {i + 1} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in results[name][-1].items()),
-                  file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="bench-fixed-cache-") as tmp:
+        cache = Path(tmp)
+        for tree in trees.values():  # warm the stage cache (and each tree's imports) once, untimed
+            one_run(tree, cache)
+        for i in range(args.runs):
+            for name, tree in (trees.items() if i % 2 == 0 else reversed(trees.items())):
+                results[name].append(one_run(tree, cache))
+                print(f"run {i + 1} {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in results[name][-1].items()),
+                      file=sys.stderr)
     print(f"\nmedians of {args.runs} runs ({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f})")
     keys = list(results["this"][0])
     print(f"{'':32s}" + "".join(f"{name:>12s}" for name in trees) + ("     this/base" if args.base else ""))
