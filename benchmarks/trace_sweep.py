@@ -25,8 +25,8 @@ _gc_start: dict[int, float] = {}
 
 TIMED = [
     ("ragbench.app", "run"),
-    ("ragbench.app", "log_job"),
-    ("ragbench.app", "_resume"),
+    ("ragbench.tracking.job_log", "log_job"),
+    ("ragbench.lifecycle", "JobRun._resume"),
     ("ragbench.pipeline", "Pipeline.run"),
     ("ragbench.tracking.mlflow_tracker", "_client_for"),
     ("ragbench.tracking.mlflow_tracker", "MlflowTracker.start_run"),

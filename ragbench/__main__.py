@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
-from types import FrameType
 
 # Nothing may call out of the machine by default; users override these in their environment.
 for _key, _value in {
@@ -27,21 +25,6 @@ if not sys.stderr.isatty():  # off a terminal (CI logs, pipes) tqdm bars are \r-
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
-
-INTERRUPTED = "interrupted; rerun the same command to resume"
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM (what ``timeout``, CI runners and SLURM send): unwinds like Ctrl-C, so every
-    open run ends KILLED on the way out."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted(signum)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
@@ -68,11 +51,9 @@ def check_command_line() -> None:
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
-    from ragbench import redact
+    from ragbench import lifecycle, redact
 
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, _raise_interrupted)
+    lifecycle.install_signal_handlers()  # SIGINT, SIGTERM: unwind as Interrupted (ragbench.lifecycle)
     redact.register_environment()
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
     redact.mask_terminal()
@@ -87,14 +68,8 @@ def main() -> None:
     check_command_line()
     try:
         _hydra_main()
-    except KeyboardInterrupt as exc:
-        for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the closing short
-            signal.signal(sig, signal.SIG_IGN)
-        sweep = sys.modules.get("ragbench.tracking.sweep")
-        if sweep is not None:
-            sweep.close_open_parents("KILLED")
-        print(INTERRUPTED, file=sys.stderr)
-        leave(128 + getattr(exc, "signum", signal.SIGINT))
+    except KeyboardInterrupt as exc:  # each job's run ended KILLED on its way out (JobRun)
+        leave(lifecycle.interrupted(exc))
     except SystemExit as exc:
         leave(exc.code)
     except BrokenPipeError:  # `python -m ragbench --help | head`: the reader left, as Python's docs advise
@@ -127,7 +102,8 @@ def cli() -> None:
     if sys.argv[1:2] == ["compare"]:
         from ragbench.compare.__main__ import main as compare_main
 
-        sys.exit(compare_main(sys.argv[2:]))
+        leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
+        return
     main()
 
 

@@ -13,7 +13,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import __version__, redact
+from ragbench import redact
 from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
 from ragbench.cache.replies import reply_store
 from ragbench.cache.store import StageCache
@@ -21,19 +21,17 @@ from ragbench.components import Components, JobResult
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.judge.build import build_judges
-from ragbench.outcome import check, max_failure_rate, preflight, zero_scores
+from ragbench.lifecycle import JobRun, JobStopped, objective
+from ragbench.outcome import check, max_failure_rate, preflight
 from ragbench.pipeline import Pipeline
 from ragbench.plan.rates import record_rates
 from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.retrieval.scope import check_scope
-from ragbench.routing import routing_tag
 from ragbench.stages import builds_llm
-from ragbench.tracking.environment import embedder_dim_tag, environment_tags
-from ragbench.tracking.job_log import flatten, log_job
+from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
-from ragbench.tracking.owner import OWNER_TAG, owner_gone
 from ragbench.tracking.report import job_summary
 from ragbench.tracking.sweep import parent_run_id
 
@@ -84,25 +82,6 @@ def _components(cfg: DictConfig) -> Components:
     )
 
 
-def _component_params(components: Components) -> dict[str, Any]:
-    """What the config does not show: prompt and rubric file hashes of the generator and judges."""
-    out: dict[str, Any] = {}
-    for comp in (components.generator, *components.judges.values()):
-        params = getattr(comp, "params", None)
-        if callable(params):
-            out.update(params())
-    return out
-
-
-def _component_tags(components: Components) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for comp in (components.generator, *components.judges.values()):
-        tags = getattr(comp, "tags", None)
-        if callable(tags):
-            out.update({str(k): str(v) for k, v in tags().items()})
-    return out
-
-
 class _CaseProgress:
     """A rich progress bar over the case loop (plain log lines when not on a terminal)."""
 
@@ -138,143 +117,46 @@ def _job_name() -> tuple[str, str | None, bool]:
     return f"#{hc.job.num} {name}", parent_run_id(hc.sweep.dir), True
 
 
-def job_hash(resolved: dict[str, Any]) -> str:
-    """Identity of a job: its resolved config minus where results go, plus the code version."""
-    from ragbench.cache.store import make_key
-    from ragbench.tracking.job_log import git_commit
-
-    config = {k: v for k, v in resolved.items() if k not in ("tracking", "cache", "resume", "objective",
-                                                                "max_failure_rate", "budget", "plan")}
-    return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
-
-
-def _objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = False) -> float | None:
-    """The metric a search sweeper maximises: NaN for a failed job (a failed trial, never a score)."""
-    objective = cfg.get("objective")
-    if not objective:
-        return None
-    if failed:
-        return float("nan")
-    if objective not in metrics:
-        close = sorted(k for k in metrics if k.split("/")[-1] == str(objective).split("/")[-1])[:5]
-        hint = ", ".join(close) or "answer/f1, retrieval/mrr, retrieval/hit_at_5"
-        raise ConfigError(f"objective={objective!r} is not a metric of this job; use a logged metric key, e.g. {hint}")
-    return float(metrics[objective])
-
-
-def _resume(cfg: DictConfig, tracker: MlflowTracker, jhash: str, parent: str | None, name: str) -> Any | None:
-    """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
-    labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
-    Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
-    A single run always runs (the stage cache makes that cheap)."""
-    prior = tracker.runs_with_tag("ragbench.job_hash", jhash)
-    for stale in (r for r in prior if r.info.status == "RUNNING"):
-        if owner_gone(stale.data.tags.get(OWNER_TAG)) is False:
-            continue  # a live run of another sweep: it finishes on its own
-        log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
-        tracker.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
-        tracker.end_run(stale.info.run_id, "KILLED")
-    done = [r for r in prior if r.info.status == "FINISHED"]
-    if not cfg.get("resume", True) or not done or parent is None:
-        return None
-    run = done[0]
-    origin = run.data.tags.get("ragbench.reused_from") or run.info.run_id
-    copy = tracker.copy_run(run, run_name=name, parent_run_id=parent, tags={
-        "ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash, "ragbench.reused_from": origin})
-    log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
-             "as run %s", origin, copy)
-    return run
-
-
 def run(cfg: DictConfig) -> float | None:
-    """Runs one job and returns ``cfg.objective`` (for search sweepers), or None."""
+    """Runs one job and returns ``cfg.objective`` (for search sweepers), or None. The run's life (resume,
+    start, log, end on every exit path) is ``ragbench.lifecycle.JobRun``'s."""
     name, parent, multirun = _job_name()
     if LEDGER.stopped is not None and LEDGER.budget.scope == "sweep":  # the sweep's budget is spent
         log.error("not started: %s", LEDGER.stopped)
-        return _objective(cfg, {}, failed=True) if multirun else None
+        return objective(cfg, {}, failed=True) if multirun else None
+    built: Components | RagbenchError
     try:  # config errors first, before MLflow or any model is imported: they answer in about a second
         redact.check_config(OmegaConf.to_container(cfg, resolve=False))
-        components, cache = build(cfg)
+        built, cache = build(cfg)
         limit = max_failure_rate(cfg)
         budget = Budget.from_config(cfg.get("budget"))
-        built: RagbenchError | None = None
     except RagbenchError as exc:
         if not multirun:
             log.error("%s", exc)
             sys.exit(1)
-        built = exc  # in a sweep the failed job is still recorded as a FAILED run below
-    tracker: MlflowTracker = _instantiate(cfg.tracking)
-    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
-    assert isinstance(resolved, dict)
-    jhash = job_hash(resolved)
-    try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep
-        if not multirun:
-            tracker.close_stale_runs()
-        previous = _resume(cfg, tracker, jhash, parent, name)
-        if previous is not None:
-            return _objective(cfg, previous.data.metrics)
-        run_id = tracker.start_run(run_name=name, parent_run_id=parent, tags={
-            "ragbench.role": "job", "ragbench.overrides": name, "ragbench.job_hash": jhash})
-    except RagbenchError as exc:
-        log.error("%s", exc)
-        sys.exit(1)
-    status = "FAILED"
-    scored = False  # the job's metrics are logged (else a failure logs 0 for its answer scores)
-    try:
-        tracker.log_params(run_id, flatten(resolved))
-        if built is not None:
-            raise built
-        tracker.set_tags(run_id, {
-            "ragbench.generator": components.generator.identity if components.generator else "none",
-            "ragbench.stages": str(cfg.get("stages", "all")),
-            "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-            **_component_tags(components), **environment_tags(), **routing_tag(components.routes),
-        })
-        tracker.log_params(run_id, _component_params(components))
+        built = exc  # in a sweep the failed job is still recorded as a FAILED run
+
+    def work(job: JobRun, components: Components) -> Mapping[str, float]:
         LEDGER.start_job(budget)
         before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
         preflight(components)  # a component that cannot load fails the job here, once, not every case
         result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
         stopped = budget_stop(result.cases)
-        if stopped:
-            tracker.set_tags(run_id, {"ragbench.stopped_by_budget": stopped})
-        if baseline_of(components.retriever):
-            tracker.set_tags(run_id, {"ragbench.baseline": str(baseline_of(components.retriever))})
-        log_job(tracker, run_id, result, resolved_cfg=resolved, config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
-                topk=components.topk,
-                extra_tags={**{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
-                            **embedder_dim_tag(dict(result.counts))})
-        scored = True
-        job_summary(title=f"ragbench job {name}", metrics=result.metrics, fingerprints=result.fingerprints,
-                    counts=result.counts, timings=result.timings, run_id=run_id)
+        baseline = baseline_of(components.retriever)
+        job.log_result(result, topk=components.topk, extra_tags={
+            **({"ragbench.stopped_by_budget": stopped} if stopped else {}),
+            **({"ragbench.baseline": str(baseline)} if baseline else {}),
+            **{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
+            **embedder_dim_tag(dict(result.counts))})
+        job_summary(title=f"ragbench job {job.name}", metrics=result.metrics, fingerprints=result.fingerprints,
+                    counts=result.counts, timings=result.timings, run_id=job.run_id)
         record_rates(cache, components, result)
         check(result.cases, limit)  # too many failed cases, or an endpoint that kept refusing: FAILED
-        if stopped:  # KILLED, not FINISHED: a rerun (with a larger budget) runs it again, from the cache
-            status = "KILLED"
-            log.error("stopped by budget: %s; %d cases skipped; fix: raise the budget and rerun (cached work "
-                      "is reused)", stopped, sum(c.skipped for c in result.cases))
-            if multirun:
-                return _objective(cfg, {}, failed=True)
-            sys.exit(1)
-        status = "FINISHED"
-        return _objective(cfg, result.metrics)
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    except RagbenchError as exc:
-        tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
-        if built is None and not scored:
-            tracker.log_metrics(run_id, zero_scores(components.judges.values()))
-        log.error("%s", exc)
-        if multirun:
-            return _objective(cfg, {}, failed=True)
-        sys.exit(1)
-    except Exception as exc:
-        tracker.set_tags(run_id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
-        log.exception("job failed")
-        if multirun:
-            return _objective(cfg, {}, failed=True)
-        raise
-    finally:
-        tracker.end_run(run_id, status)
+        if stopped:
+            raise JobStopped(f"stopped by budget: {stopped}; {sum(c.skipped for c in result.cases)} cases "
+                             "skipped; fix: raise the budget and rerun (cached work is reused)")
+        return result.metrics
+
+    tracker: MlflowTracker = _instantiate(cfg.tracking)
+    return JobRun(cfg, tracker, name=name, parent=parent, multirun=multirun).run(work, built)

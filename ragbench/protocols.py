@@ -228,3 +228,26 @@ class RemoteEmbedder(Protocol):
     batch_size: int
 
     def preflight(self) -> None: ...
+
+
+# What MLflow logs, apart from the cache: ``identity`` (and a chunker's or retriever's ``params()``) is what
+# enters cache keys; these say what a run shows. Methods, not properties: on Python 3.11 ``isinstance``
+# against a runtime-checkable Protocol evaluates properties.
+
+
+@runtime_checkable
+class LoggedParams(Protocol):
+    """A component with run params the config does not show (a prompt or rubric file and its content hash).
+
+    ``log_params()`` is for MLflow only: it enters no cache key (``identity`` does that)."""
+
+    def log_params(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class LoggedTags(Protocol):
+    """A component with run tags of its own (a judge: its model, and whether it is also the generator).
+
+    ``log_tags()`` is for MLflow only: it enters no cache key (``identity`` does that)."""
+
+    def log_tags(self) -> Mapping[str, str]: ...

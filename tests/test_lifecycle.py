@@ -36,8 +36,8 @@ def ragbench(args: list[str], cwd: Path, env: dict[str, str] | None = None, time
 class Running:
     """``python -m ragbench`` in the background, its stderr collected line by line."""
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "ragbench", *args], cwd=cwd, env=_env(),
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "ragbench", *args], cwd=cwd, env=_env(env),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err: list[str] = []
         self.out: list[str] = []
@@ -179,7 +179,9 @@ def test_a_store_half_made_by_an_interrupt_is_rebuilt(tmp_path):
 
 
 def test_kill_9_during_the_first_store_creation_then_a_rerun_works(tmp_path):
-    job = Running([*FAST, "dataset.sample_size=2", f"cache.dir={tmp_path}/cache"], tmp_path)
+    # no store template: MLflow migrates in place, seconds in which the kill lands
+    job = Running([*FAST, "dataset.sample_size=2", f"cache.dir={tmp_path}/cache"], tmp_path,
+                  env={"RAGBENCH_STORE_TEMPLATES": "off"})
     deadline = time.time() + 120
     while not list((tmp_path / "mlruns").glob(".mlflow.db.creating-*")):
         assert time.time() < deadline and job.proc.poll() is None, "".join(job.err)[-3000:]
@@ -190,6 +192,29 @@ def test_kill_9_during_the_first_store_creation_then_a_rerun_works(tmp_path):
     proc = ragbench([*FAST, "dataset.sample_size=2", f"cache.dir={tmp_path}/cache"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [s for _, s, _ in statuses(tmp_path)] == ["FINISHED"]
+
+
+def test_a_new_store_is_a_copy_of_the_migrated_template_and_works(tmp_path):
+    from ragbench.tracking.store import _head, _schema_version
+
+    templates = tmp_path / "templates"
+    env = {"RAGBENCH_STORE_TEMPLATES": str(templates)}
+    made = []
+    for folder in ("first", "second"):  # the first migrates the template, the second only copies it
+        (tmp_path / folder).mkdir()
+        proc = ragbench([*FAST, "dataset.sample_size=2", f"cache.dir={tmp_path}/cache"], tmp_path / folder, env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert [s for _, s, _ in statuses(tmp_path / folder)] == ["FINISHED"]
+        [template] = templates.glob("empty-*.db")
+        made.append(template.stat().st_mtime_ns)
+    assert made[0] == made[1]  # built once
+    assert _schema_version(template) == (_head(), 0)  # the template stays empty
+    schema = {}
+    for db in (template, tmp_path / "first" / "mlruns" / "mlflow.db", tmp_path / "second" / "mlruns" / "mlflow.db"):
+        con = sqlite3.connect(db)
+        schema[db] = sorted(con.execute("select type, name, sql from sqlite_master").fetchall())
+        con.close()
+    assert len(set(map(tuple, schema.values()))) == 1
 
 
 def _read_only_folder(tmp_path: Path) -> Path:

@@ -62,8 +62,9 @@ class LLMGenerator:
             cache_replies=False,  # answers are stage records (ragbench.cases): not cached twice
         )
 
-    def params(self) -> dict[str, Any]:
-        """Run params the config alone does not show: the prompt file and its content hash."""
+    def log_params(self) -> dict[str, Any]:
+        """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):
+        the prompt file and its content hash."""
         return {"llm/prompt_file": self.prompt.path, "llm/prompt_hash": self.prompt.hash}
 
     def preflight(self) -> None:

@@ -106,12 +106,14 @@ class LLMJudge:
             cache_replies=False,  # verdicts are stage records (ragbench.cases): not cached twice
         )
 
-    def params(self) -> dict[str, Any]:
-        """Run params the config alone does not show: the rubric file and its content hash."""
+    def log_params(self) -> dict[str, Any]:
+        """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):
+        the rubric file and its content hash."""
         return {"judge/rubrics_file": self.rubrics.path, "judge/rubrics_hash": self.rubrics.hash}
 
-    def tags(self) -> dict[str, str]:
-        """Run tags: whether the judge is also the generator (allowed only with allow_same_model)."""
+    def log_tags(self) -> dict[str, str]:
+        """MLflow run tags (ragbench.protocols.LoggedTags; no cache key): the judge's model, and whether it is
+        also the generator (allowed only with allow_same_model)."""
         return {"judge.same_model": str(self.same_model).lower(), "judge.model": self.model}
 
     def preflight(self) -> None:

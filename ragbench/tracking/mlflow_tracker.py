@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -9,7 +10,7 @@ import re
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ _BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
 # MLflow 3's UI opens an experiment of this kind on its training runs, not on the GenAI traces overview.
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 MAX_PARAM_LEN = 6000
-BATCH = 900  # MLflow accepts at most 1000 metrics / 100 params per log_batch
 
 
 def mlflow_name(key: str) -> str:
@@ -43,6 +43,9 @@ def redact(params: Mapping[str, Any]) -> dict[str, str]:
         text = "" if value is None else redact_text(str(value))
         out[mlflow_name(key)] = text[:MAX_PARAM_LEN]
     return out
+
+
+_EXPERIMENT_IDS: dict[tuple[str, str], str] = {}  # (tracking uri, experiment name) -> id, for this process
 
 
 @functools.lru_cache(maxsize=8)
@@ -67,6 +70,7 @@ class MlflowTracker:
         self.artifact_root = artifact_root
         self.experiment = experiment
         self._client: Any = None
+        self._pending: dict[str, tuple[list[Any], list[Any], list[Any]]] = {}  # see batched()
 
     @property
     def client(self) -> Any:
@@ -77,7 +81,14 @@ class MlflowTracker:
         return self._client
 
     def experiment_id(self) -> str:
-        """The experiment's id, created (with artifacts under ``artifact_root``) when missing."""
+        """The experiment's id, created (with artifacts under ``artifact_root``) when missing; looked up
+        once per store and process (every job of a sweep asks for it two or three times)."""
+        key = (self.uri, self.experiment)
+        if key not in _EXPERIMENT_IDS:
+            _EXPERIMENT_IDS[key] = self._experiment_id()
+        return _EXPERIMENT_IDS[key]
+
+    def _experiment_id(self) -> str:
         exp = self.client.get_experiment_by_name(self.experiment)
         if exp is not None:
             if not set(EXPERIMENT_KIND.items()) <= set(exp.tags.items()):  # made by an older ragbench or by hand
@@ -139,25 +150,19 @@ class MlflowTracker:
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
-        items = [Param(k, v) for k, v in sorted(redact(params).items())]
-        for i in range(0, len(items), 100):
-            self.client.log_batch(run_id, params=items[i: i + 100], synchronous=True)
+        self._write(run_id, params=[Param(k, v) for k, v in sorted(redact(params).items())])
 
     def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag
 
-        items = [RunTag(mlflow_name(k), redact_text(str(v))[:5000]) for k, v in tags.items()]
-        for i in range(0, len(items), BATCH):
-            self.client.log_batch(run_id, tags=items[i: i + BATCH], synchronous=True)
+        self._write(run_id, tags=[RunTag(mlflow_name(k), redact_text(str(v))[:5000]) for k, v in tags.items()])
 
     def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
         """All metrics in a few ``log_batch`` calls (single calls run at ~100/s on sqlite)."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(mlflow_name(k), float(v), now, step) for k, v in sorted(metrics.items())]
-        for i in range(0, len(items), BATCH):
-            self.client.log_batch(run_id, metrics=items[i: i + BATCH], synchronous=True)
+        self._write(run_id, metrics=[Metric(mlflow_name(k), float(v), now, step) for k, v in sorted(metrics.items())])
 
     def log_curves(self, run_id: str, curves: Mapping[str, Mapping[int, float]]) -> None:
         """Metric series with their x as MLflow's step (``retrieval/recall_at_k_curve`` at k = 1, 3, 5, ...),
@@ -165,10 +170,33 @@ class MlflowTracker:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(mlflow_name(k), float(v), now, int(step))
-                 for k, series in sorted(curves.items()) for step, v in sorted(series.items())]
-        for i in range(0, len(items), BATCH):
-            self.client.log_batch(run_id, metrics=items[i: i + BATCH], synchronous=True)
+        self._write(run_id, metrics=[Metric(mlflow_name(k), float(v), now, int(step))
+                                     for k, series in sorted(curves.items()) for step, v in sorted(series.items())])
+
+    @contextlib.contextmanager
+    def batched(self, run_id: str) -> Iterator[None]:
+        """Params, tags and metrics of ``run_id`` logged inside are written together on the way out (also
+        when the body raises): one ``log_batch`` where MLflow's limits allow (it splits what does not fit:
+        100 params, 100 tags, 1,000 entities a call), instead of one or more per call. Each store write
+        costs a transaction and a run lookup; the values written are the same."""
+        pending = self._pending.setdefault(run_id, ([], [], []))
+        try:
+            yield
+        finally:
+            if self._pending.get(run_id) is pending:
+                del self._pending[run_id]
+                params, tags, metrics = pending
+                self.client.log_batch(run_id, params=params, tags=tags, metrics=metrics, synchronous=True)
+
+    def _write(self, run_id: str, *, params: Sequence[Any] = (), tags: Sequence[Any] = (),
+               metrics: Sequence[Any] = ()) -> None:
+        """One ``log_batch`` now (MLflow splits it at its limits), or queued inside ``batched(run_id)``."""
+        if run_id in self._pending:
+            for queue, items in zip(self._pending[run_id], (params, tags, metrics), strict=True):
+                queue.extend(items)
+            return
+        self.client.log_batch(run_id, params=list(params), tags=list(tags), metrics=list(metrics),
+                              synchronous=True)
 
     def log_files(self, run_id: str, files: Mapping[str, str | bytes], artifact_path: str | None = None) -> None:
         """Writes ``name -> content`` into a temp folder and uploads it as artifacts."""

@@ -5,12 +5,16 @@ left a store on which every later run failed (``table datasets already exists``)
 opening a fresh folder at once raced through the same migration. Here a missing store is built in a
 temporary file under a file lock and moved into place with ``os.replace``, so the store file is either
 absent or complete. A half-made store from before (no schema version, no runs) is set aside and rebuilt.
+MLflow's migration runs once per user and schema: its result is kept empty (``template_dir``) and copied
+for each new store (a file copy instead of seconds of migration steps in every new folder).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -19,6 +23,7 @@ from ragbench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 LOCK_TIMEOUT_S = 300.0
+TEMPLATES_ENV = "RAGBENCH_STORE_TEMPLATES"
 FIX = "run from a writable folder, or point tracking.uri (and tracking.artifact_root) at one"
 OUTPUT_FIX = ("run from a writable folder, or set hydra.run.dir (hydra.sweep.dir with -m), tracking.uri and "
               "tracking.artifact_root to writable paths")
@@ -69,23 +74,67 @@ def _schema_version(path: Path) -> tuple[str | None, int]:
         con.close()
 
 
+@functools.lru_cache(maxsize=1)
 def _head() -> str:
+    """The installed MLflow's schema revision (alembic parses every migration script: once a process)."""
     from mlflow.store.db.utils import _get_latest_schema_revision
 
     return str(_get_latest_schema_revision())
 
 
-def _build(path: Path) -> None:
-    """Creates and migrates a store in a temp file beside ``path``, then moves it into place."""
+def _migrate(tmp: Path) -> None:
+    """A new store at ``tmp``, made and migrated by MLflow itself (dozens of steps: seconds)."""
     from mlflow.store.tracking import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
     tmp.unlink(missing_ok=True)
     uri = f"sqlite:///{tmp}"
     store = SqlAlchemyStore(uri, DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH)
     store.engine.dispose()
     SqlAlchemyStore._engine_map.pop(uri, None)  # noqa: SLF001 - that engine points at the temp file
+
+
+def template_dir() -> Path | None:
+    """Where the empty store of each MLflow schema is kept: ``$RAGBENCH_STORE_TEMPLATES``, else
+    ``$XDG_CACHE_HOME/ragbench/mlflow-store`` (``~/.cache``); ``RAGBENCH_STORE_TEMPLATES=off``: none."""
+    value = os.environ.get(TEMPLATES_ENV)
+    if value is not None:
+        return None if value in ("", "off", "0") else Path(value)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragbench" / "mlflow-store"
+
+
+def _template() -> Path | None:
+    """An empty, complete store of the installed MLflow's schema, migrated once per user (under a lock)
+    and copied for every new store after that; None where it cannot be kept (then each store migrates)."""
+    folder = template_dir()
+    if folder is None:
+        return None
+    from filelock import FileLock, Timeout
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        file = folder / f"empty-{_head()}.db"
+        if not file.exists():
+            with FileLock(f"{file}.lock", timeout=LOCK_TIMEOUT_S):
+                if not file.exists():
+                    tmp = file.with_name(f".{file.name}.creating-{os.getpid()}")
+                    _migrate(tmp)
+                    os.replace(tmp, file)
+        return file if _schema_version(file) == (_head(), 0) else None
+    except (OSError, sqlite3.Error, Timeout) as exc:
+        log.debug("no store template under %s (%s); migrating the store in place", folder, exc)
+        return None
+
+
+def _build(path: Path) -> None:
+    """Creates a store in a temp file beside ``path`` (a copy of the template, else migrated there),
+    then moves it into place."""
+    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    template = _template()
+    if template is not None:
+        shutil.copyfile(template, tmp)
+    else:
+        _migrate(tmp)
     os.replace(tmp, path)
 
 

@@ -47,7 +47,7 @@ def test_satisfies_the_generator_protocol(generator):
         f"openai/gen-model(prompt={generator.prompt.hash},temperature=0.0,max_tokens=256,"
         f"api_base={generator.client.api_base},dataset=locomo)"
     )
-    params = generator.params()
+    params = generator.log_params()
     assert params["llm/prompt_hash"] == generator.prompt.hash and params["llm/prompt_file"].endswith(
         "default.yaml"
     )

@@ -153,9 +153,9 @@ def test_same_model_is_refused_unless_allowed(llm_server, cache_dir):
     with pytest.raises(ConfigError, match="allow_same_model"):
         _judge(llm_server, cache_dir, generator_model="openai/judge")
     judge = _judge(llm_server, cache_dir, generator_model="openai/judge", allow_same_model=True)
-    assert judge.tags()["judge.same_model"] == "true"
-    assert _judge(llm_server, cache_dir).tags()["judge.same_model"] == "false"
-    assert len(judge.params()["judge/rubrics_hash"]) == 16
+    assert judge.log_tags()["judge.same_model"] == "true"
+    assert _judge(llm_server, cache_dir).log_tags()["judge.same_model"] == "false"
+    assert len(judge.log_params()["judge/rubrics_hash"]) == 16
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,8 @@ CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.Baseli
                 protocols.PromptedGenerator: protocols.Generator, protocols.PromptedJudge: protocols.Judge,
                 protocols.ExplainingJudge: protocols.Judge, protocols.FusedRetriever: protocols.Retriever,
                 protocols.DepthLimited: protocols.Retriever, protocols.Preflight: protocols.Generator,
-                protocols.RemoteEmbedder: protocols.Embedder}
+                protocols.RemoteEmbedder: protocols.Embedder,
+                protocols.LoggedParams: protocols.Generator, protocols.LoggedTags: protocols.Judge}
 
 
 def test_contract_covers_every_protocol():

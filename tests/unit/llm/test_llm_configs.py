@@ -56,7 +56,7 @@ def test_judge_llm_composes_with_lexical_and_sees_the_generator(tmp_path):
     judge = build_judges(cfg.judge, instantiate)["llm"]
     assert isinstance(judge, LLMJudge)
     assert judge.repeats == 3 and judge.metrics == ("accuracy", "faithfulness") and judge.dataset == "locomo"
-    assert judge.tags()["judge.same_model"] == "false"
+    assert judge.log_tags()["judge.same_model"] == "false"
 
 
 def test_same_model_judge_fails_until_allowed(tmp_path):

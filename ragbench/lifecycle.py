@@ -1,0 +1,306 @@
+"""One job's life in MLflow, and the process's interrupts: the one home of every exit path.
+
+``JobRun`` wraps a job's work (the idea of lightning-hydra-template's ``task_wrapper``): it decides
+resume-or-run, starts the MLflow run, logs the config and the result, and ends the run with its status
+on every way out::
+
+    success                            FINISHED   objective returned
+    budget stopped the job (JobStopped) KILLED    one line; NaN in a sweep, exit 1 alone
+    RagbenchError (config, data, LLM)  FAILED     tag ragbench.error, answer scores 0 if none were
+                                                  logged; one line; NaN in a sweep, exit 1 alone
+    any other exception                FAILED     tag ragbench.error, traceback; NaN in a sweep,
+                                                  re-raised alone
+    Ctrl-C, SIGTERM (Interrupted)      KILLED     re-raised: ``__main__`` closes the sweep run and
+                                                  exits 128 + signal number (``interrupted``)
+
+Only the standard library is imported at module level: ``__main__`` installs the signal handlers
+from here before Hydra starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, cast
+
+from ragbench.errors import ConfigError, RagbenchError
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from ragbench.components import Components
+    from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+log = logging.getLogger("ragbench")
+INTERRUPTED = "interrupted; rerun the same command to resume"
+# what a job's identity leaves out: where results go and how the run is steered, not what it computes
+NOT_IDENTITY = ("tracking", "cache", "resume", "objective", "max_failure_rate", "budget", "plan")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM (what ``timeout``, CI runners and SLURM send): unwinds like Ctrl-C, so every
+    open run ends KILLED on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM raise ``Interrupted`` in the main thread (elsewhere Python allows no handler)."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _raise_interrupted)
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """After an interrupt reached the top: the sweep's parent run ends KILLED (each job's run already
+    did, in ``JobRun``), one line is printed; returns the exit code, 128 + the signal number."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the closing short
+        signal.signal(sig, signal.SIG_IGN)
+    sweep = sys.modules.get("ragbench.tracking.sweep")
+    if sweep is not None:
+        sweep.close_open_parents("KILLED")
+    print(INTERRUPTED, file=sys.stderr)
+    return 128 + int(getattr(exc, "signum", signal.SIGINT))
+
+
+class JobStopped(Exception):
+    """The budget stopped the job part way: its run ends KILLED, so a rerun with a larger budget runs it
+    again (from the cache)."""
+
+
+def job_hash(resolved: Mapping[str, Any]) -> str:
+    """Identity of a job: its resolved config minus where results go, plus the code version."""
+    from ragbench import __version__
+    from ragbench.cache.store import make_key
+    from ragbench.tracking.job_log import git_commit
+
+    config = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
+    return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
+
+
+def objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = False) -> float | None:
+    """The metric a search sweeper maximises: NaN for a failed job (a failed trial, never a score)."""
+    name = cfg.get("objective")
+    if not name:
+        return None
+    if failed:
+        return float("nan")
+    if name not in metrics:
+        close = sorted(k for k in metrics if k.split("/")[-1] == str(name).split("/")[-1])[:5]
+        hint = ", ".join(close) or "answer/f1, retrieval/mrr, retrieval/hit_at_5"
+        raise ConfigError(f"objective={name!r} is not a metric of this job; use a logged metric key, e.g. {hint}")
+    return float(metrics[name])
+
+
+Work = Callable[["JobRun", "Components"], Mapping[str, float]]
+
+
+class JobRun:
+    """One job's MLflow run, from the resume decision to its end status (see the module docstring).
+
+    ``run(work, built)`` is the whole life: ``work(job, components)`` runs the pipeline, logs the result
+    through ``job.log_result`` and returns the metrics; ``built`` is the job's components, or the
+    RagbenchError that building them raised (in a sweep the job is still recorded, as a FAILED run).
+    """
+
+    def __init__(self, cfg: DictConfig, tracker: MlflowTracker, *, name: str, parent: str | None,
+                 multirun: bool) -> None:
+        from omegaconf import OmegaConf
+
+        self.cfg, self.tracker, self.name, self.parent, self.multirun = cfg, tracker, name, parent, multirun
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+        assert isinstance(resolved, dict)
+        self.resolved = cast(dict[str, Any], resolved)
+        self.jhash = job_hash(self.resolved)
+        self.run_id: str | None = None
+        self.status = "FAILED"
+        self.scored = False  # the job's metrics are logged (else a failure logs 0 for its answer scores)
+        self.objective: float | None = None
+        self._components: Components | None = None
+        self._params: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ the life
+    def run(self, work: Work, built: Components | RagbenchError) -> float | None:
+        """Runs ``work`` unless an earlier run of the same job is reused; returns the objective."""
+        from ragbench.tracking.job_log import flatten
+
+        previous = self._open(built)
+        if previous is not None:
+            try:
+                return objective(self.cfg, previous.data.metrics)
+            except RagbenchError as exc:  # objective= names no metric of the reused run
+                log.error("%s", exc)
+                sys.exit(1)
+        with self:
+            # the config and the components' own params in one set of log_batch calls
+            self.tracker.log_params(self._id, {**flatten(self.resolved), **self._params})
+            if isinstance(built, RagbenchError):
+                raise built
+            self._components = built
+            metrics = work(self, built)
+            self.status = "FINISHED"
+            self.objective = objective(self.cfg, metrics)
+        return self.objective
+
+    def _open(self, built: Components | RagbenchError) -> Any | None:
+        """The store opens here: an unwritable or broken one is one line, and ends a sweep. Returns the
+        reused FINISHED run, or None once this job's run is started (with its params and tags)."""
+        try:
+            if not self.multirun:
+                self.tracker.close_stale_runs()
+            previous = self._resume()
+            if previous is not None:
+                return previous
+            tags = {"ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.jhash}
+            if not isinstance(built, RagbenchError):  # the tags known up front go in with the run's creation
+                tags.update(start_tags(self.cfg, built))
+                self._params = component_params(built)
+            self.run_id = self.tracker.start_run(run_name=self.name, parent_run_id=self.parent, tags=tags)
+        except RagbenchError as exc:
+            log.error("%s", exc)
+            sys.exit(1)
+        return None
+
+    def _resume(self) -> Any | None:
+        """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
+        labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
+        Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
+        A single run always runs (the stage cache makes that cheap)."""
+        from ragbench.tracking.owner import OWNER_TAG, owner_gone
+
+        tracker = self.tracker
+        prior = tracker.runs_with_tag("ragbench.job_hash", self.jhash)
+        for stale in (r for r in prior if r.info.status == "RUNNING"):
+            if owner_gone(stale.data.tags.get(OWNER_TAG)) is False:
+                continue  # a live run of another sweep: it finishes on its own
+            log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
+            tracker.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
+            tracker.end_run(stale.info.run_id, "KILLED")
+        done = [r for r in prior if r.info.status == "FINISHED"]
+        if not self.cfg.get("resume", True) or not done or self.parent is None:
+            return None
+        run = done[0]
+        origin = run.data.tags.get("ragbench.reused_from") or run.info.run_id
+        copy = tracker.copy_run(run, run_name=self.name, parent_run_id=self.parent, tags={
+            "ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.jhash,
+            "ragbench.reused_from": origin})
+        log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
+                 "as run %s", origin, copy)
+        return run
+
+    # ------------------------------------------------------------------ what the work logs
+    @property
+    def _id(self) -> str:
+        assert self.run_id is not None, "the job's run is not started"
+        return self.run_id
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        self.tracker.set_tags(self._id, tags)
+
+    def log_result(self, result: Any, *, topk: int, extra_tags: Mapping[str, str]) -> None:
+        """Everything about the finished pipeline (ragbench.tracking.job_log); from here on a failure
+        (failure rate, budget) keeps the logged scores."""
+        from omegaconf import OmegaConf
+
+        from ragbench.tracking.job_log import log_job
+
+        with self.tracker.batched(self._id):  # tags, metrics and curves in as few store writes as fit
+            log_job(self.tracker, self._id, result, resolved_cfg=self.resolved,
+                    config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True), topk=topk, extra_tags=extra_tags)
+        self.scored = True
+
+    # ------------------------------------------------------------------ every way out
+    def __enter__(self) -> JobRun:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        """Ends the run with its status; returns True where the failure is recorded and the sweep goes on."""
+        if self.run_id is None:
+            return False
+        handled = False
+        try:
+            if isinstance(exc, KeyboardInterrupt):
+                self.status = "KILLED"
+            elif isinstance(exc, JobStopped):
+                self.status = "KILLED"  # not FINISHED: a rerun (with a larger budget) runs it again
+                log.error("%s", exc)
+                handled = True
+            elif isinstance(exc, Exception):
+                self._record_failure(exc)
+                handled = True
+        finally:
+            self.tracker.end_run(self.run_id, self.status)
+        if not handled:
+            return False  # success, an interrupt, or SystemExit: on its way as it came
+        if self.multirun:
+            self.objective = objective(self.cfg, {}, failed=True)
+            return True
+        if isinstance(exc, RagbenchError | JobStopped):
+            sys.exit(1)
+        return False  # a bug in a single run: the traceback
+
+    def _record_failure(self, exc: BaseException) -> None:
+        """The error as a tag, answer scores 0 if none were logged; the status stays (FAILED, or FINISHED
+        when only the objective's name was wrong, after the job's work was done and logged)."""
+        try:
+            self.tracker.set_tags(self._id, {"ragbench.error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, RagbenchError) and self._components is not None and not self.scored:
+                from ragbench.outcome import zero_scores
+
+                self.tracker.log_metrics(self._id, zero_scores(self._components.judges.values()))
+        finally:
+            if isinstance(exc, RagbenchError):
+                log.error("%s", exc)
+            else:
+                log.error("job failed", exc_info=exc)
+
+
+def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
+    """The run's tags known before the pipeline runs: models, stages, environment, routing."""
+    from ragbench.routing import routing_tag
+    from ragbench.tracking.environment import environment_tags
+
+    return {
+        "ragbench.generator": components.generator.identity if components.generator else "none",
+        "ragbench.stages": str(cfg.get("stages", "all")),
+        "ragbench.embedder": components.embedder.identity if components.embedder else "none",
+        **component_tags(components), **environment_tags(), **routing_tag(components.routes),
+    }
+
+
+def _logged(components: Components) -> list[Any]:
+    return [components.generator, *components.judges.values()]
+
+
+def component_params(components: Components) -> dict[str, Any]:
+    """What the config does not show: prompt and rubric file hashes of the generator and judges."""
+    from ragbench.protocols import LoggedParams
+
+    out: dict[str, Any] = {}
+    for comp in _logged(components):
+        if isinstance(comp, LoggedParams):
+            out.update(comp.log_params())
+    return out
+
+
+def component_tags(components: Components) -> dict[str, str]:
+    """Run tags the generator and judges add (``LoggedTags``)."""
+    from ragbench.protocols import LoggedTags
+
+    out: dict[str, str] = {}
+    for comp in _logged(components):
+        if isinstance(comp, LoggedTags):
+            out.update({str(k): str(v) for k, v in comp.log_tags().items()})
+    return out
