@@ -7,8 +7,7 @@ retrieval.topk=3,5,10`` must do: load and chunk the dataset, encode each distinc
 text once (the same MiniLM embedder), then per conversation (LoCoMo's document scope) one batched
 faiss flat search and one batched bm25s scoring pass at depth 10, and the six jobs' retrieval metrics
 from those hits with ragbench's metric rule. The sweep is ``python -m ragbench -m`` with a cold stage
-cache and a fresh MLflow store; it also runs the extractive generator and lexical judge (ragbench has
-no retrieval-only mode on this branch), which the floor does not. Both run as subprocesses, floor and
+cache and a fresh MLflow store, with ``stages=retrieval`` (no generator, no judge: the floor has neither). Both run as subprocesses, floor and
 sweep alternating ``--runs`` times; printed are wall and CPU seconds (user+sys of the child) of each,
 their medians and ratios, and that every retrieval metric of the six jobs equals the floor's.
 """
@@ -148,7 +147,8 @@ def main() -> int:
                             tmp, env)
             floor = json.loads(Path(out).read_text())
             sw, sc = _timed([sys.executable, "-m", "ragbench", "-m", "dataset=locomo", "retrieval=dense,bm25",
-                             "retrieval.topk=3,5,10", "embedder.show_progress=false", *extra],
+                             "retrieval.topk=3,5,10", "stages=retrieval", "embedder.show_progress=false",
+                             *extra],
                             tmp, {**env, "RAGBENCH_CACHE": os.path.join(tmp, "cache")})
             swept = _sweep_metrics(os.path.join(tmp, "mlruns", "mlflow.db"))
         diffs = [(job, key, v, swept.get(job, {}).get(key)) for job, m in floor.items() for key, v in m.items()
