@@ -38,10 +38,12 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 def check_command_line() -> None:
     """A command-line key that no config file has gets one line naming the closest keys, not Hydra's
     advice to append it with ``+`` (where it would be silently ignored); see ragbench.config_check."""
+    from ragbench.cache.root import check_retired
     from ragbench.config_check import check_overrides
     from ragbench.errors import ConfigError
 
     try:
+        check_retired()
         check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"ragbench: {exc}", file=sys.stderr)

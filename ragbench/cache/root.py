@@ -5,11 +5,26 @@ dataset downloads (``<root>/datasets``). Unset, the job cache is ``.ragbench_cac
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 ENV_VAR = "RAGBENCH_CACHE"
 DEFAULT_DIR = ".ragbench_cache"  # the same default as config.yaml's cache.dir
 DOWNLOADS = "datasets"  # the download cache's folder under the root: not a stage, never pruned
+# variables an earlier ragbench read: set, they would be ignored without a word, so they stop the job
+RETIRED = {"RAGBENCH_STAGE_CACHE": ENV_VAR}
+
+
+def check_retired(environ: Mapping[str, str] | None = None) -> None:
+    """A retired cache variable in the environment is a ConfigError naming the one that replaced it."""
+    from ragbench.errors import ConfigError
+
+    env = os.environ if environ is None else environ
+    for old, new in RETIRED.items():
+        if env.get(old):
+            raise ConfigError(f"the environment variable {old} was retired: {new} now roots every cache "
+                              f"(stage records, LLM replies, downloads); fix: export {new}=\"${old}\" "
+                              f"and unset {old}")
 
 
 def env_root() -> Path | None:
