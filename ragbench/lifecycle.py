@@ -177,6 +177,7 @@ class JobRun:
         labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
         Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
         A single run always runs (the stage cache makes that cheap)."""
+        from ragbench.tracking.case_record import REUSED_FROM
         from ragbench.tracking.owner import OWNER_TAG, owner_gone
 
         tracker = self.tracker
@@ -191,10 +192,10 @@ class JobRun:
         if not self.cfg.get("resume", True) or not done or self.parent is None:
             return None
         run = done[0]
-        origin = run.data.tags.get("ragbench.reused_from") or run.info.run_id
+        origin = run.data.tags.get(REUSED_FROM) or run.info.run_id
         copy = tracker.copy_run(run, run_name=self.name, parent_run_id=self.parent, tags={
             "ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.jhash,
-            "ragbench.reused_from": origin})
+            REUSED_FROM: origin})
         log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
                  "as run %s", origin, copy)
         return run

@@ -26,6 +26,7 @@ from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, metric_ks, scores_from_record
+from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
@@ -182,7 +183,7 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
     try:
         run = client.get_run(run_id)
         with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
-            path = client.download_artifacts(run_id, "cases.jsonl", tmp)
+            path = client.download_artifacts(cases_run_id(run), CASES_ARTIFACT, tmp)
             text = Path(path).read_text(encoding="utf-8")
     except (MlflowException, OSError) as exc:
         raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "

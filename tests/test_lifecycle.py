@@ -142,6 +142,11 @@ def test_resume_copies_a_finished_run_into_the_new_sweep_and_leaves_the_old_swee
     assert origin.info.run_name.startswith("#1 ")
     assert copy.data.metrics == origin.data.metrics and copy.data.params == origin.data.params
     assert copy.info.status == "FINISHED"
+    # the copy's cases are its origin's: the sweep's comparison report and verify read them from there
+    from ragbench.compare.select import load_cases
+
+    assert load_cases(client, copy).qids == load_cases(client, origin).qids
+    assert "no cases.jsonl artifact" not in second.stderr + second.stdout
 
 
 def _half_made_store(db: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragbench.compare.runcases import RunCases, from_rows
 from ragbench.errors import ConfigError
+from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
 
@@ -111,7 +112,7 @@ def load_cases(client: Any, run: Any) -> RunCases:
     with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
         try:
             with _quiet_downloads():
-                path = client.download_artifacts(rid, "cases.jsonl", dst_path=tmp)
+                path = client.download_artifacts(cases_run_id(run), CASES_ARTIFACT, dst_path=tmp)
         except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
             raise ConfigError(f"run {rid} ({run.info.run_name}): no cases.jsonl artifact ({type(exc).__name__}); "
                               "only ragbench job runs can be compared") from None

@@ -19,6 +19,14 @@ from ragbench.judge.retrieval import metric_ks
 from ragbench.types import CaseResult, ChunkTree
 
 RECORD_VERSION = 1
+CASES_ARTIFACT = "cases.jsonl"
+REUSED_FROM = "ragbench.reused_from"  # a resumed job's copy names the run that ran it (ragbench.lifecycle)
+
+
+def cases_run_id(run: Any) -> str:
+    """The run whose ``cases.jsonl`` holds ``run``'s cases: the run itself, or for a copy that resume put in a
+    later sweep (params, metrics and tags only) the run that ran the job."""
+    return str(run.data.tags.get(REUSED_FROM) or run.info.run_id)
 EMPTY_MAP = EvidenceMap(anchors=(), relevance=(), texts=(), how=())
 
 
