@@ -18,6 +18,7 @@ from ragbench.errors import ConfigError
 from ragbench.judge.aggregate import metric_name
 from ragbench.protocols import Expander
 from ragbench.types import Query
+from ragbench.validate import integer
 
 ROUTED_KEYS = ("topk", "parent_depth")
 ROUTED_BY = ("gold_type",)
@@ -47,10 +48,8 @@ def parse_routes(node: Mapping[str, Any] | None) -> dict[str, Route]:
         if unknown:
             raise ConfigError(f"{where}.{unknown[0]} is not routable; route one of {list(ROUTED_KEYS)}")
         topk, depth = settings.get("topk"), settings.get("parent_depth")
-        if topk is not None and (isinstance(topk, bool) or not isinstance(topk, int) or topk < 1):
-            raise ConfigError(f"{where}.topk={topk!r} is invalid; use an integer >= 1")
-        if depth is not None and depth not in (0, 1, 2, 3):
-            raise ConfigError(f"{where}.parent_depth={depth!r} is invalid; use 0, 1, 2 or 3")
+        topk = None if topk is None else integer(f"{where}.topk", topk, lo=1)
+        depth = None if depth is None else integer(f"{where}.parent_depth", depth, lo=0, hi=3)
         routes[metric_name(str(qtype))] = Route(topk=topk, parent_depth=depth)
     return routes
 

@@ -49,3 +49,11 @@ def real(name: str, value: Any, *, lo: float | None = None, hi: float | None = N
     checked = number(name, value, lo=lo, hi=hi, lo_open=lo_open, default=default)
     assert checked is not None
     return float(checked)
+
+
+def integer(name: str, value: Any, *, lo: float | None = None, hi: float | None = None,
+            default: int | None = None) -> int:
+    """:func:`number` for a whole-number key that is never null (``retrieval.retriever.candidates=50``)."""
+    checked = number(name, value, lo=lo, hi=hi, integer=True, default=default)
+    assert checked is not None
+    return int(checked)

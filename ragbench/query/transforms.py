@@ -20,6 +20,7 @@ from ragbench.errors import ConfigError
 from ragbench.protocols import FusedRetriever, QueryTransform, Retriever
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
+from ragbench.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,7 @@ class MultiQuery(_LLMTransform):
     prompt = MULTI_QUERY_PROMPT
 
     def __init__(self, *, client: Any, n: int = 3) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"query.transform.n={n!r} is invalid; use an integer >= 1 (EasyRAG uses 3)")
+        n = integer("query.transform.n", n, lo=1, default=3)  # EasyRAG uses 3
         super().__init__(client=client)
         self.n = n
 

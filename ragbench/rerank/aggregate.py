@@ -20,6 +20,7 @@ import numpy as np
 from ragbench.errors import ConfigError
 from ragbench.rerank.diversity import LEVELS
 from ragbench.types import ChunkTree, Hit, Level, Query
+from ragbench.validate import integer
 
 
 class ParagraphAggregator:
@@ -31,9 +32,7 @@ class ParagraphAggregator:
     def __init__(self, *, level: str = "paragraph", max_candidates: int = 30) -> None:
         if level not in LEVELS:
             raise ConfigError(f"reranker.rerankers.aggregate.level='{level}' is unknown; use one of {list(LEVELS)}")
-        if isinstance(max_candidates, bool) or not isinstance(max_candidates, int) or max_candidates < 1:
-            raise ConfigError(f"reranker.rerankers.aggregate.max_candidates={max_candidates!r} is invalid; "
-                              "use an integer >= 1 (EasyRAG: 30)")
+        max_candidates = integer("reranker.rerankers.aggregate.max_candidates", max_candidates, lo=1, default=30)  # EasyRAG: 30
         self.level = level
         self._level = Level[level.upper()]
         self.max_candidates = max_candidates

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ragbench.errors import ConfigError, ModelLoadError
+from ragbench.errors import ModelLoadError
 from ragbench.gc_tuning import long_lived
 from ragbench.rerank.fallback import OnLoadError
 from ragbench.types import ChunkTree, Hit, Query
+from ragbench.validate import integer
 from ragbench.weights import package_weights
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,7 @@ class CrossEncoderReranker(OnLoadError):
         on_load_error: str = "fail",
     ) -> None:
         self.set_on_load_error("reranker.rerankers.cross_encoder.on_load_error", on_load_error)
-        if batch_size < 1:
-            raise ConfigError(
-                f"reranker.rerankers.cross_encoder.batch_size={batch_size} is invalid; use an integer >= 1"
-            )
+        batch_size = integer("reranker.rerankers.cross_encoder.batch_size", batch_size, lo=1)
         self.model = model
         self.package = package
         self.batch_size = int(batch_size)

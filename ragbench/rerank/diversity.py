@@ -8,6 +8,7 @@ import numpy as np
 
 from ragbench.errors import ConfigError
 from ragbench.types import ChunkTree, Hit, Level, Query
+from ragbench.validate import integer
 
 LEVELS = tuple(level.name.lower() for level in Level)
 
@@ -19,10 +20,7 @@ class DiversityReranker:
     needs_votes = False
 
     def __init__(self, *, max_per_parent: int = 2, level: str = "paragraph") -> None:
-        if max_per_parent < 1:
-            raise ConfigError(
-                f"reranker.rerankers.diversity.max_per_parent={max_per_parent} is invalid; use an integer >= 1"
-            )
+        max_per_parent = integer("reranker.rerankers.diversity.max_per_parent", max_per_parent, lo=1)
         if level not in LEVELS:
             raise ConfigError(
                 f"reranker.rerankers.diversity.level='{level}' is unknown; use one of {list(LEVELS)}"

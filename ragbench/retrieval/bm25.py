@@ -11,6 +11,7 @@ import numpy as np
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.retrieval.tokenize import Tokenizer
 from ragbench.types import Hit
+from ragbench.validate import integer
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,7 @@ class BM25Retriever:
         """Top-``k`` hits per query text, best first; a query sharing no term with the corpus gets none."""
         if self._bm25 is None:
             raise RagbenchError("BM25Retriever.search called before build(); fix: build the index first")
-        if k < 1:
-            raise ConfigError(f"retrieval.topk={k} is invalid; use an integer >= 1")
+        k = integer("retrieval.topk", k, lo=1)
         bm25 = self._bm25
         nonocc = bm25.nonoccurrence_array
         out: list[list[Hit]] = []

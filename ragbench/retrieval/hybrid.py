@@ -10,6 +10,7 @@ import numpy as np
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.protocols import Retriever
 from ragbench.types import Hit
+from ragbench.validate import integer, real
 
 
 def rrf_fuse(
@@ -57,12 +58,8 @@ class RRFRetriever:
                 f"retrieval.retriever.weights={w} does not fit {len(children)} children; "
                 "give one non-negative weight per child (at least one > 0), or null for equal weights"
             )
-        if k_rrf < 0:
-            raise ConfigError(
-                f"retrieval.retriever.k_rrf={k_rrf} is negative; use k_rrf >= 0 (60 is standard)"
-            )
-        if candidates < 1:
-            raise ConfigError(f"retrieval.retriever.candidates={candidates} is invalid; use an integer >= 1")
+        real("retrieval.retriever.k_rrf", k_rrf, lo=0, default=60)  # checked, kept as given (it is in the index key)
+        candidates = integer("retrieval.retriever.candidates", candidates, lo=1)
         self.children = children
         self.weights = tuple(w)
         self.k_rrf = k_rrf
@@ -98,8 +95,7 @@ class RRFRetriever:
 
     def search(self, *, texts: Sequence[str], vectors: np.ndarray | None, k: int) -> list[list[Hit]]:
         """Each child retrieves max(candidates, k) per query; the fused top ``k`` are returned."""
-        if k < 1:
-            raise ConfigError(f"retrieval.topk={k} is invalid; use an integer >= 1")
+        k = integer("retrieval.topk", k, lo=1)
         depth = max(self.candidates, k)
         per_child = [child.search(texts=texts, vectors=vectors, k=depth) for child in self.children]
         for child, res in zip(self.children, per_child, strict=True):

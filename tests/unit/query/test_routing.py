@@ -32,8 +32,8 @@ def test_routes_pick_topk_and_parent_depth_by_gold_type() -> None:
 @pytest.mark.parametrize(("node", "message"), [
     ({"by": "classifier"}, "routing.by='classifier' is not supported"),
     ({"by_type": {"temporal": {"retriever": "bm25"}}}, "routing.by_type.temporal.retriever is not routable"),
-    ({"by_type": {"temporal": {"topk": 0}}}, "routing.by_type.temporal.topk=0 is invalid"),
-    ({"by_type": {"temporal": {"parent_depth": 5}}}, "routing.by_type.temporal.parent_depth=5 is invalid"),
+    ({"by_type": {"temporal": {"topk": 0}}}, "routing.by_type.temporal.topk=0 is not valid: use an integer >= 1"),
+    ({"by_type": {"temporal": {"parent_depth": 5}}}, "routing.by_type.temporal.parent_depth=5 is not valid: use an integer in \\[0, 3\\]"),
     ({"by_type": {"temporal": 10}}, "routing.by_type.temporal must hold settings"),
 ])
 def test_bad_routing(node: dict, message: str) -> None:

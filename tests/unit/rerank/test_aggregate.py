@@ -26,7 +26,7 @@ def test_cut_and_levels() -> None:
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"level": "page"}, "reranker.rerankers.aggregate.level='page' is unknown"),
-    ({"max_candidates": 0}, "reranker.rerankers.aggregate.max_candidates=0 is invalid"),
+    ({"max_candidates": 0}, "reranker.rerankers.aggregate.max_candidates=0 is not valid"),
 ])
 def test_bad_config(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
