@@ -23,10 +23,12 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Mapping
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
+from ragbench import signals
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.signals import Interrupted  # noqa: F401 - re-exported (tests, callers)
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -40,33 +42,16 @@ INTERRUPTED = "interrupted; rerun the same command to resume"
 NOT_IDENTITY = ("tracking", "cache", "resume", "objective", "max_failure_rate", "budget", "plan")
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM (what ``timeout``, CI runners and SLURM send): unwinds like Ctrl-C, so every
-    open run ends KILLED on the way out."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted(signum)
-
-
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM raise ``Interrupted`` in the main thread (elsewhere Python allows no handler)."""
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, _raise_interrupted)
+    """SIGINT and SIGTERM raise ``Interrupted`` in the main thread, held while a store write runs
+    (ragbench.signals)."""
+    signals.install_handlers()
 
 
 def interrupted(exc: KeyboardInterrupt) -> int:
     """After an interrupt reached the top: the sweep's parent run ends KILLED (each job's run already
     did, in ``JobRun``), one line is printed; returns the exit code, 128 + the signal number."""
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the closing short
-        signal.signal(sig, signal.SIG_IGN)
+    signals.ignore()  # a second signal must not cut the closing short
     sweep = sys.modules.get("ragbench.tracking.sweep")
     if sweep is not None:
         sweep.close_open_parents("KILLED")

@@ -37,7 +37,8 @@ class Running:
     """``python -m ragbench`` in the background, its stderr collected line by line."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "ragbench", *args], cwd=cwd, env=_env(env),
+        self.proc = subprocess.Popen([sys.executable, "-m", "ragbench", *args], cwd=cwd,
+                                     env=_env({"PYTHONFAULTHANDLER": "1", **(env or {})}),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err: list[str] = []
         self.out: list[str] = []
@@ -52,7 +53,14 @@ class Running:
             time.sleep(0.05)
 
     def finish(self, timeout: float = 120) -> int:
-        code = self.proc.wait(timeout)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:  # a hang: every thread's stack (PYTHONFAULTHANDLER) into the failure
+            self.proc.send_signal(signal.SIGABRT)
+            time.sleep(3)
+            self.proc.kill()
+            time.sleep(0.5)
+            raise AssertionError(f"still running {timeout:.0f} s later; its stderr:\n" + "".join(self.err)[-6000:]) from None
         time.sleep(0.2)  # let the reader threads drain
         return code
 

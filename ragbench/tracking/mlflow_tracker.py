@@ -18,6 +18,7 @@ from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
 from ragbench.redact import is_secret_key, redact_obj
 from ragbench.redact import redact as redact_text
+from ragbench.signals import Deferred
 from ragbench.tracking import store
 from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
 
@@ -77,7 +78,7 @@ class MlflowTracker:
         if self._client is None:
             if store.sqlite_path(self.uri) is not None:
                 store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
-            self._client = _client_for(self.uri)
+            self._client = Deferred(_client_for(self.uri))  # an interrupt never cuts a store write in half
         return self._client
 
     def experiment_id(self) -> str:
