@@ -75,6 +75,8 @@ class Deferred:
         self._target = target
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_target":  # pickle's probes before __init__ ran (launchers)
+            raise AttributeError(name)
         attr = getattr(self._target, name)
         if not callable(attr):
             return attr

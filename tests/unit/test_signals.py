@@ -67,3 +67,11 @@ def test_the_deferred_proxy_runs_each_call_whole():
     with pytest.raises(Interrupted):
         proxy.write("whole")
     assert store.writes == ["whole"]  # the write finished before the interrupt
+
+
+def test_the_deferred_proxy_survives_pickling():
+    # the joblib, Ray and submitit launchers pickle the sweep callback, and with it the tracker's client
+    import pickle
+
+    proxy = pickle.loads(pickle.dumps(Deferred({"a": 1})))
+    assert proxy.wrapped == {"a": 1} and proxy.get("a") == 1
