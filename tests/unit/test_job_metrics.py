@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from ragbench.components import Components
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.job_metrics import Produced, assemble, case_metrics, job_metrics, kinds, logged_metrics
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
-from ragbench.retrieval.dense import FaissRetriever
 from tests.fixtures.components import FlakyAnswerer
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import toy_components
 
 
 def _components(**over):
-    base = dict(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                retriever=FaissRetriever(), topk=2, rerankers=[], candidates=0,
-                expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                judges={"lexical": LexicalJudge()})
-    base.update(over)
-    return Components(**base)
+    return toy_components(**over)
 
 
 def test_producers_declare_scores_and_diagnostics():

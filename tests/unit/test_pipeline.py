@@ -6,26 +6,16 @@ import numpy as np
 import pytest
 
 from ragbench.cache.store import StageCache
-from ragbench.components import Components
 from ragbench.errors import ConfigError
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
-from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.types import Level, Paragraph, Section
 from tests.fixtures.components import FlakyAnswerer, fails
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import HashEmbedder, ToyAdapter, toy_components
 
 
 def components(**over):
-    base = dict(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                retriever=FaissRetriever(), topk=2, rerankers=[], candidates=0,
-                expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                judges={"lexical": LexicalJudge()})
-    base.update(over)
-    return Components(**base)
+    return toy_components(**over)
 
 
 def test_end_to_end_scores_on_toy_data():

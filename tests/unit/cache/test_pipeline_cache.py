@@ -11,20 +11,12 @@ import pytest
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.errors import CacheCorruptError
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
-from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
-from ragbench.retrieval.dense import FaissRetriever
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import toy_components
 
 
 def _components() -> Components:
-    return Components(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                      retriever=FaissRetriever(), topk=2, rerankers=[], candidates=0,
-                      expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                      judges={"lexical": LexicalJudge()})
+    return toy_components()
 
 
 def _scores(metrics) -> dict[str, float]:

@@ -7,10 +7,6 @@ import pytest
 
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
-from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.batch import search_all, search_depth
 from ragbench.retrieval.bm25 import BM25Retriever
@@ -18,7 +14,7 @@ from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
 from ragbench.retrieval.scope import DocumentScope
 from ragbench.types import Query
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import toy_components
 
 WORDS = "cat dog red blue lisbon paris spring summer bike car tea coffee".split()
 RETRIEVERS = {
@@ -88,10 +84,7 @@ def test_depth_keeps_within_what_stays_exact():
 
 
 def _components(topk: int, retriever, depth: int = 10) -> Components:
-    return Components(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                      retriever=retriever, topk=topk, rerankers=[], candidates=0,
-                      expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                      judges={"lexical": LexicalJudge()}, scope="document", search_depth=depth)
+    return toy_components(retriever=retriever, topk=topk, scope="document", search_depth=depth)
 
 
 def _scores(metrics) -> dict[str, float]:

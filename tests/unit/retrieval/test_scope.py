@@ -5,27 +5,17 @@ from __future__ import annotations
 import pytest
 
 from ragbench.cache.store import StageCache
-from ragbench.components import Components
 from ragbench.errors import ConfigError
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
-from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
 from ragbench.retrieval.scope import check_scope
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import HashEmbedder, toy_components
 
 
 def components(**over):
-    base = dict(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                retriever=FaissRetriever(), topk=5, rerankers=[], candidates=0,
-                expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                judges={"lexical": LexicalJudge()})
-    base.update(over)
-    return Components(**base)
+    return toy_components(**{"topk": 5, **over})
 
 
 RETRIEVERS = {

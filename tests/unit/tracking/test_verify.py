@@ -6,10 +6,6 @@ import json
 
 import pytest
 
-from ragbench.components import Components
-from ragbench.expand import ParentExpander
-from ragbench.generate.extractive import ExtractiveAnswerer
-from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.bm25 import BM25Retriever
@@ -18,14 +14,12 @@ from ragbench.tracking.case_record import case_record
 from ragbench.tracking.job_log import case_row
 from ragbench.tracking.mlflow_tracker import mlflow_name
 from ragbench.verify import UsageError, verify_rows
-from tests.fixtures.toy import HashEmbedder, ToyAdapter
+from tests.fixtures.toy import toy_components
 
 
 def job(scope: str = "corpus", retriever=None):
-    comps = Components(dataset=ToyAdapter(), chunker=HierarchicalChunker(), embedder=HashEmbedder(),
-                       retriever=retriever or FaissRetriever(), topk=2, rerankers=[], candidates=0,
-                       expander=ParentExpander(parent_depth=1), generator=ExtractiveAnswerer(),
-                       judges={"lexical": LexicalJudge(dataset="toy")}, scope=scope)
+    comps = toy_components(retriever=retriever or FaissRetriever(), judges={"lexical": LexicalJudge(dataset="toy")},
+                           scope=scope)
     result = Pipeline(comps).run()
     rows = [json.loads(json.dumps({**case_row(c, 2), **case_record(c, result.tree, result.evidence.get(c.query.qid),
                                                                    dataset="toy", topk=2)}, default=str))
