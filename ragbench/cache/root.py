@@ -8,6 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragbench.errors import ConfigError
+
 ENV_VAR = "RAGBENCH_CACHE"
 DEFAULT_DIR = ".ragbench_cache"  # the same default as config.yaml's cache.dir
 DOWNLOADS = "datasets"  # the download cache's folder under the root: not a stage, never pruned
@@ -17,8 +19,6 @@ RETIRED = {"RAGBENCH_STAGE_CACHE": ENV_VAR}
 
 def check_retired(environ: Mapping[str, str] | None = None) -> None:
     """A retired cache variable in the environment is a ConfigError naming the one that replaced it."""
-    from ragbench.errors import ConfigError
-
     env = os.environ if environ is None else environ
     for old, new in RETIRED.items():
         if env.get(old):
