@@ -233,7 +233,16 @@ class MlflowTracker:
             warnings.simplefilter("ignore", UserWarning)
             ds = from_pandas(pd.DataFrame(list(rows)), source=source, name=name, digest=digest[:36])
         inp = DatasetInput(ds._to_mlflow_entity(), tags=[InputTag(k, str(v)) for k, v in tags.items()])
-        self.client.log_inputs(run_id, datasets=[inp])
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.log_inputs(run_id, datasets=[inp])
+        except MlflowException as exc:
+            # Two jobs of a parallel launcher (joblib) logging the same dataset at once: MLflow looks the row
+            # up, then inserts it, so the slower one hits the unique key. The row now exists: log again.
+            if "UNIQUE constraint failed: datasets" not in str(exc):
+                raise
+            self.client.log_inputs(run_id, datasets=[inp])
 
     def end_run(self, run_id: str, status: str) -> None:
         """FINISHED, FAILED or KILLED."""

@@ -47,3 +47,29 @@ def test_batched_writes_once_with_the_same_values(tmp_path, monkeypatch, fails):
     tracker.log_metrics(batched, {"after": 1.0})  # outside the block: written at once again
     assert calls == [batched, batched]
 
+
+
+def test_a_dataset_logged_by_two_parallel_jobs_at_once_is_logged_again_not_failed():
+    """MLflow looks a dataset row up, then inserts it: the slower of two parallel jobs hits the unique key."""
+    from mlflow.exceptions import MlflowException
+
+    from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+    class Racing:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def log_inputs(self, run_id, datasets):
+            self.calls += 1
+            if self.calls == 1:
+                raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "
+                                      "datasets.name, datasets.digest")
+
+    tracker = MlflowTracker(uri="sqlite:///unused.db")
+    tracker._client = client = Racing()
+    tracker.log_dataset("run", name="toy", digest="d" * 64, source="/tmp/toy", rows=[{"qid": "q1"}], tags={})
+    assert client.calls == 2
+    client.calls = 1  # any other store error still fails the job
+    client.log_inputs = lambda run_id, datasets: (_ for _ in ()).throw(MlflowException("disk I/O error"))
+    with pytest.raises(MlflowException, match="disk I/O error"):
+        tracker.log_dataset("run", name="toy", digest="d" * 64, source="/tmp/toy", rows=[{"qid": "q1"}], tags={})
