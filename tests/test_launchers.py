@@ -76,8 +76,9 @@ def assert_complete_sweep(client, parents: list, children: list, n_jobs: int) ->
 
 def test_joblib_parallel_jobs_lose_no_run(tmp_path):
     """n_jobs=2 processes write to one sqlite store at once: 4 complete children, 1 parent, nothing lost."""
-    proc = ragbench(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SMALL, "retrieval.topk=1,2,3,4"],
-                    tmp_path)
+    # dense retrieval: each job loads and runs the embedder, long enough that the two workers' jobs overlap
+    proc = ragbench(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SMALL, "retrieval=dense",
+                     "retrieval.topk=1,2,3,4"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "database is locked" not in proc.stderr
     client, parents, children = sweep_runs(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
