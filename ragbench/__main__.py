@@ -53,8 +53,9 @@ def check_command_line() -> None:
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
-    from ragbench import lifecycle, redact
+    from ragbench import gc_tuning, lifecycle, redact
 
+    gc_tuning.for_batch_work()
     lifecycle.install_signal_handlers()  # SIGINT, SIGTERM: unwind as Interrupted (ragbench.lifecycle)
     redact.register_environment()
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragbench.text import normalize, split_tokens, tokens
+from ragbench.text import normalize, normalize_joined, split_tokens, tokens
 from ragbench.types import ChunkTree, Context, Evidence, Hit, Level, Query
 
 MIN_SOFT_TOKENS = 4
@@ -37,12 +37,26 @@ def covers(tree: ChunkTree, chunk_id: str, anchors: Sequence[str]) -> bool:
 
 def soft_match(evidence: str, text: str, *, threshold: float = SOFT_THRESHOLD) -> bool:
     """Exact normalised substring; else, for evidence of >= 4 tokens, token coverage >= threshold."""
-    ev, tx = normalize(evidence), normalize(text)
-    if not ev:
-        return False
-    if ev in tx:
-        return True
-    return soft_covered(tokens(evidence), set(split_tokens(tx)), threshold=threshold)
+    return _NormedText(normalize(text)).soft_match(evidence, threshold=threshold)
+
+
+class _NormedText:
+    """A ``normalize``-d text that several evidence strings are matched against (normalised and split
+    once, not once per evidence string)."""
+
+    def __init__(self, normed: str) -> None:
+        self.normed = normed
+        self._present: set[str] | None = None
+
+    def soft_match(self, evidence: str, *, threshold: float = SOFT_THRESHOLD) -> bool:
+        ev = normalize(evidence)
+        if not ev:
+            return False
+        if ev in self.normed:
+            return True
+        if self._present is None:
+            self._present = set(split_tokens(self.normed))
+        return soft_covered(split_tokens(ev), self._present, threshold=threshold)
 
 
 def soft_covered(ev_toks: Sequence[str], present: set[str], *, threshold: float = SOFT_THRESHOLD) -> bool:
@@ -59,8 +73,8 @@ def evidence_text_recall(evidence_texts: Sequence[str], retrieved_texts: Sequenc
     OpenViking's ``check_recall`` (see ``ragbench.judge.openviking``). None without evidence."""
     if not evidence_texts:
         return None
-    joined = " ".join(retrieved_texts)
-    return sum(soft_match(e, joined) for e in evidence_texts) / len(evidence_texts)
+    joined = _NormedText(normalize_joined(retrieved_texts))
+    return sum(joined.soft_match(e) for e in evidence_texts) / len(evidence_texts)
 
 
 class EvidenceMatcher:

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.reuse import LAST
 from ragbench.routing import max_topk
 from ragbench.trace import branch_stages, child_rankings
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
@@ -139,7 +141,9 @@ class Pipeline:
     def run(self) -> JobResult:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
-        tree: ChunkTree = self._timed("chunk", lambda: c.chunker.chunk(evalset.documents))
+        chunker = (type(c.chunker).__module__, type(c.chunker).__qualname__, repr(sorted(c.chunker.params().items())))
+        tree: ChunkTree = self._timed("chunk", lambda: LAST.get(
+            "chunks", chunker, (evalset.documents,), lambda: c.chunker.chunk(evalset.documents)))
         tree = searched_tree(tree, c.parent_vectors)
         chunks_key = keys.chunks_key(evalset.documents, c.chunker)
         self.cache.keys["chunks"] = chunks_key
@@ -201,8 +205,9 @@ class Pipeline:
         if reranker_vectors and vectors is None:
             vectors = self._vectors(chunks_key, tree, ids, texts)
             qvecs = self._query_vectors(qtexts)
-        matcher = EvidenceMatcher(tree)
-        emaps = self._timed("evidence", lambda: {q.qid: matcher.match(q) for q in queries})
+        emaps = self._timed("evidence", lambda: LAST.get(
+            "evidence", "evidence", (tree, evalset.queries),
+            lambda: {q.qid: m.match(q) for m in [EvidenceMatcher(tree)] for q in queries}))
         if baseline:
             assert isinstance(c.retriever, BaselineRetriever)
             hits_all = [c.retriever.hits_for(emaps[q.qid]) for q in queries]
@@ -222,8 +227,10 @@ class Pipeline:
         cases: list[CaseResult] = []
         workers = 1 if c.generator is None else max(1, int(c.generator.max_concurrency))
         start = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for n, case in enumerate(pool.map(one, range(len(queries))), start=1):
+        # one worker (no generator, or max_concurrency=1): the cases run in this thread, without a future per case
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        with pool or nullcontext():
+            for n, case in enumerate((pool.map if pool else map)(one, range(len(queries))), start=1):
                 cases.append(case)
                 self.progress("cases", n, len(queries))
         self.timings["cases"] = time.perf_counter() - start

@@ -13,6 +13,7 @@ Other modules (the LLM reply sink, caches) call ``redact`` before they store or 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -45,12 +46,14 @@ _ASSIGNMENT = re.compile(
 # where a secret-named key is directly followed by ':' or '=' go through _ASSIGNMENT
 _KEYWORDS = ("apikey", "api_key", "accesskey", "access_key", "secret", "password", "passwd", "token")
 _TRIGGER = re.compile(r"(?:api_?key|access_?key|secret|password|passwd|token)[\"']?[ \t]*[:=]")
+_AFTER_KEYWORD = re.compile(r"[\"']?[ \t]*[:=]")  # what follows a keyword in _TRIGGER
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
 
 
+@functools.lru_cache(maxsize=4096)  # the same few dozen keys, once per record of every logged table
 def is_secret_key(key: str) -> bool:
     """True for a key (dotted or not, ``+``/``~`` prefixes allowed) whose value is a secret."""
     return bool(SECRET_KEY.search(key.lstrip("+~").rsplit(".", 1)[-1]))
@@ -89,8 +92,16 @@ def redact(text: str) -> str:
 
 
 def _has_keyword(text: str) -> bool:
+    """``_TRIGGER.search(text.lower())``, found by looking only where a keyword occurs (str.find is fast on
+    a multi-megabyte artifact; the alternation regex tries every position)."""
     low = text.lower()
-    return any(k in low for k in _KEYWORDS) and _TRIGGER.search(low) is not None
+    for k in _KEYWORDS:
+        at = low.find(k)
+        while at != -1:
+            if _AFTER_KEYWORD.match(low, at + len(k)):
+                return True
+            at = low.find(k, at + 1)
+    return False
 
 
 def _mask_assignment(m: re.Match[str]) -> str:

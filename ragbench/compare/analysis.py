@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.compare.comparison import Comparison, compare, pair_up
-from ragbench.compare.metrics import default_metrics, metric_spec
+from ragbench.compare.metrics import DEFAULTS, OPTIONAL_DEFAULTS, default_metrics, metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.compare.taxonomy import Taxonomy, taxonomy
 from ragbench.errors import ConfigError
@@ -23,6 +23,10 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
     """Runs against their baselines on ``metrics`` (the defaults when empty), and each run's taxonomy."""
     available = {k for r in (*runs, *baseline_runs) for k in r.fields}
     names = list(dict.fromkeys(metrics)) or default_metrics(available)
+    if not metrics:
+        absent = [m for m in DEFAULTS if m not in names and m not in OPTIONAL_DEFAULTS]
+        if absent:
+            notes = [*notes, f"default metrics no run has per-case values of, left out: {', '.join(absent)}"]
     specs = [metric_spec(m) for m in names]
     unknown = [s.name for s in specs if s.key not in available]
     if metrics and unknown:

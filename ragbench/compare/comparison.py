@@ -159,10 +159,15 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                     raw.append({**common, "n": int(m.sum()), "value": v, "baseline_value": v, "delta": 0.0,
                                 "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE})
                     continue
-                pr = stats.paired(a[m], b[m], statistic=spec.statistic, resamples=resamples, seed=seed, level=level)
-                raw.append({**common, "n": pr.n, "value": pr.value, "baseline_value": pr.baseline_value,
-                            "delta": pr.delta, "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value,
-                            "_pair": (a[m], b[m], spec.statistic)})
+                raw.append({**common, "_pair": (a[m], b[m], spec.statistic)})
+    # Compared by sample size: the comparisons of one size share their resample matrices (stats._weights
+    # keeps a few), which run-by-run order rebuilt for every run x metric x question type. The draws depend
+    # only on (n, resamples, seed), so the order changes no number.
+    for r in sorted((r for r in raw if "_pair" in r), key=lambda r: len(r["_pair"][0])):
+        a, b, statistic = r["_pair"]
+        pr = stats.paired(a, b, statistic=statistic, resamples=resamples, seed=seed, level=level)
+        r.update({"n": pr.n, "value": pr.value, "baseline_value": pr.baseline_value, "delta": pr.delta,
+                  "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value})
     missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
     if missing:
         notes.append(f"not compared (no run has per-case values for it): {', '.join(missing)}")

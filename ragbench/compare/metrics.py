@@ -45,6 +45,9 @@ def metric_spec(name: str) -> MetricSpec:
 
 
 def default_metrics(available: Iterable[str]) -> list[str]:
-    """The default metrics, judge accuracy only when some run has it."""
+    """The default metrics some run has per-case values of (a ``stages=retrieval`` sweep has no answer/f1
+    and no generate latency: comparing those would compare zeros, and pick the baseline by them); all of
+    them when no run has any, so the comparison says which are missing."""
     have = set(available)
-    return [m for m in DEFAULTS if m not in OPTIONAL_DEFAULTS or metric_spec(m).key in have]
+    present = [m for m in DEFAULTS if metric_spec(m).key in have]
+    return present or [m for m in DEFAULTS if m not in OPTIONAL_DEFAULTS]

@@ -47,19 +47,22 @@ def metric_ci(path: Path, comp: Comparison, labels: Mapping[str, str]) -> Path:
     """One panel per metric: each run's value, the bar its paired CI around the baseline's value."""
     plt = _pyplot()
     by_metric = _overall(comp)
-    fig, axes = plt.subplots(1, len(by_metric), figsize=(4.2 * len(by_metric), 0.5 * len(comp.runs) + 1.8),
-                             squeeze=False)
+    # one row per run in every panel, so the run labels are drawn once, on the left (sharey)
+    runs = list(dict.fromkeys(r.run for recs in by_metric.values() for r in recs))
+    names = {r.run: r.run_name for recs in by_metric.values() for r in recs}
+    row = {run: i for i, run in enumerate(runs)}
+    fig, axes = plt.subplots(1, len(by_metric), figsize=(3.4 * len(by_metric) + 2.6, 0.5 * len(runs) + 1.8),
+                             squeeze=False, sharey=True)
     colors = {stats.BETTER: "tab:green", stats.WORSE: "tab:red", stats.SAME: "tab:gray", "baseline": "black"}
     for ax, (metric, recs) in zip(axes[0], by_metric.items(), strict=True):
-        y = np.arange(len(recs))
-        for yi, r in zip(y, recs, strict=True):
+        for r in recs:
             low, high = r.baseline_value + r.ci_low, r.baseline_value + r.ci_high
-            ax.errorbar(r.value, yi, xerr=[[r.value - low], [high - r.value]], fmt="o", capsize=3,
+            ax.errorbar(r.value, row[r.run], xerr=[[r.value - low], [high - r.value]], fmt="o", capsize=3,
                         color=colors.get(r.verdict, "tab:blue"))
-        ax.set_yticks(y, [labels.get(r.run, r.run_name) for r in recs], fontsize=7)
         ax.set_title(f"{metric} ({'lower' if recs[0].lower_is_better else 'higher'} is better)", fontsize=9)
-        ax.invert_yaxis()
         ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(len(runs)), [labels.get(run, names[run]) for run in runs], fontsize=7)
+    axes[0][0].set_ylim(len(runs) - 0.5, -0.5)  # the first run on top (shared by every panel)
     fig.suptitle(f"value per run, {comp.level:.0%} paired CI around the baseline (green better, red worse)",
                  fontsize=9)
     fig.tight_layout()
@@ -110,7 +113,7 @@ def heatmap(path: Path, comp: Comparison, labels: Mapping[str, str]) -> Path | N
     runs = [r.run_id for r in comp.runs]
     types = sorted({r.type for r in recs})
     fig, axes = plt.subplots(1, len(metrics), figsize=(1.1 * len(types) * len(metrics) + 2.5,
-                                                       0.45 * len(runs) + 2.2), squeeze=False)
+                                                       0.45 * len(runs) + 2.2), squeeze=False, sharey=True)
     for ax, metric in zip(axes[0], metrics, strict=True):
         grid = np.full((len(runs), len(types)), np.nan)
         text = [["" for _ in types] for _ in runs]
@@ -126,8 +129,8 @@ def heatmap(path: Path, comp: Comparison, labels: Mapping[str, str]) -> Path | N
             for j in range(len(types)):
                 ax.text(j, i, text[i][j], ha="center", va="center", fontsize=6)
         ax.set_xticks(range(len(types)), types, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(runs)), [labels.get(r, r[:8]) for r in runs], fontsize=7)
         ax.set_title(metric, fontsize=9)
+    axes[0][0].set_yticks(range(len(runs)), [labels.get(r, r[:8]) for r in runs], fontsize=7)  # shared: once
     fig.suptitle("delta to the baseline per question type (green = better; ▲▼ significant after Holm)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

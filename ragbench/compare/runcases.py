@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ BASELINE_FORMAT = "ragbench-baseline/1"
 # overrides that say where results go, not what was run: left out of the config a baseline is matched on
 _CHUNK_LEVEL = "retrieval/chunk/"  # left out of baseline files: the evidence-unit metrics are the headline
 _WHERE_KEYS = ("cache.", "tracking.", "hydra.", "resume", "objective")
+_NUMBER = (int, float)  # the exact types of a JSON number (rows come from json.loads; bool is not a number)
 
 
 def config_label(run_name: str) -> str:
@@ -70,12 +70,6 @@ class RunCases:
         return x
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
 def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
               topk: int | None = None, source: str = "mlflow", keep_rows: bool = True,
               metrics: Mapping[str, float] | None = None) -> RunCases:
@@ -91,16 +85,25 @@ def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, data
             raise ConfigError(f"run {run_id} ({source}): case id {qid!r} appears twice; cases cannot be paired")
         seen.add(qid)
         qids.append(qid)
-    keys = sorted({k for row in rows for k, v in row.items() if _number(v) is not None})
+    # every field some case holds a number in (bool is not one); a column per field, NaN where a case has no
+    # finite number for it. One pass over the rows: a case row holds ~60 values, most of them lists and text.
+    found: dict[str, tuple[list[int], list[float]]] = {}
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            if type(value) in _NUMBER:
+                at, vals = found.setdefault(key, ([], []))
+                at.append(i)
+                vals.append(float(value))
     n = len(rows)
     fields: dict[str, np.ndarray] = {}
-    for key in keys:
+    for key in sorted(found):
+        at, vals = found[key]
         col = np.full(n, np.nan)
-        for i, row in enumerate(rows):
-            v = _number(row.get(key))
-            if v is not None and math.isfinite(v):
-                col[i] = v
+        values = np.asarray(vals, dtype=float)
+        finite = np.isfinite(values)
+        col[np.asarray(at, dtype=np.int64)[finite]] = values[finite]
         fields[key] = col
+    keys = list(fields)
     latency = [k for k in keys if k.startswith("latency/") and k.endswith("_ms") and k != "latency/total_ms"]
     if latency and "latency/total_ms" not in fields:  # the whole case: the sum of its timed stages
         stacked = np.vstack([fields[k] for k in latency])

@@ -121,7 +121,19 @@ class BaseAdapter:
         return {}
 
     def load(self) -> EvalSet:
-        """Reads, samples and fingerprints the dataset."""
+        """Reads, samples and fingerprints the dataset; in a sweep, a later job with the same dataset
+        configuration reuses the set the previous job read when no file it read has changed
+        (``ragbench.reuse``)."""
+        from ragbench.reuse import LAST, file_signature
+
+        state = sorted((k, repr(v)) for k, v in vars(self).items() if k != "id_files")
+        evalset, id_files = LAST.get(
+            "dataset", (type(self).__module__, type(self).__qualname__, repr(state)), (),
+            lambda: (self._load(), dict(self.id_files)), signature=lambda v: file_signature(v[0].root, v[0].files))
+        self.id_files = dict(id_files)
+        return evalset
+
+    def _load(self) -> EvalSet:
         from ragbench.datasets.sampling import sample
 
         reader = FileReader(dataset=self.name, root=self.root(), limits=self.limits)

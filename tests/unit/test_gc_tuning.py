@@ -32,3 +32,27 @@ def test_collector_restored_on_error_and_left_off_if_it_was_off():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_batch_thresholds_set_and_cycles_still_collected():
+    from ragbench.gc_tuning import THRESHOLDS, for_batch_work
+
+    old = gc.get_threshold()
+    try:
+        for_batch_work()
+        assert gc.get_threshold() == THRESHOLDS
+        cycle: list = []
+        cycle.append(cycle)
+        import weakref
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        ref = weakref.ref(a)
+        del a, b, cycle
+        gc.collect()
+        assert ref() is None
+    finally:
+        gc.set_threshold(*old)

@@ -121,3 +121,32 @@ def test_placeholder_and_short_keys_never_mangle_free_text(placeholder: str) -> 
     assert redact.redact(text) == text
     if placeholder.lower() not in ("none", "null"):  # the key rule still masks it where it is assigned
         assert redact.redact(f"llm.api_key={placeholder}") == "llm.api_key=***"
+
+
+def test_keyword_scan_equals_the_trigger_regex() -> None:
+    """``_has_keyword`` (str.find at each keyword, then the tail) decides exactly as ``_TRIGGER.search``
+    on the lower-cased text: a table of edge cases plus random strings over the characters that matter."""
+    import random
+
+    from ragbench.redact import _TRIGGER, _has_keyword
+
+    table = ["", "api_key=x", "APIKEY: x", "api key=x", "access_key =x", "accesskey\t: y", "my_secret=1",
+             "password'=1", 'token"= 1', "tokens=3", "context/tokens: 5", "token\n=1", "token  :", "passwd",
+             "tok en=1", "secret", "x" * 50 + "Token=" + "y" * 50, "api_token:1", "token'\"=1", "TOKEN\t\t="]
+    rng = random.Random(7)
+    alphabet = ["token", "api_", "key", "secret", "passwd", "password", "access", "_", "s", "'", '"', " ",
+                "\t", ":", "=", "\n", "x", "K", "E", "Y"]
+    table += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    for text in table:
+        assert _has_keyword(text) == (_TRIGGER.search(text.lower()) is not None), repr(text)
+
+
+def test_is_secret_key_table() -> None:
+    from ragbench.redact import is_secret_key
+
+    secret = ("api_key", "+llm.api_key", "llm.apiKey", "OPENAI_API_KEY", "HF_TOKEN", "db.password", "secret",
+              "~judge.access_key")
+    plain = ("tokens", "token_budget", "context/tokens", "model", "api_key_env", "max_tokens")
+    for _ in range(2):  # the second pass answers from the cache
+        assert all(is_secret_key(k) for k in secret)
+        assert not any(is_secret_key(k) for k in plain)
