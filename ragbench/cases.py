@@ -49,6 +49,8 @@ class CaseRunner:
         self.c = components
         self.cache = cache
         self.halted: str | None = None  # an endpoint breaker's message: later cases are not run
+        # retrieval=oracle: every gold unit is a context, whatever top-k (a Protocol isinstance: once, not per case)
+        self.oracle = baseline_of(components.retriever) == "oracle"
 
     def run(
         self,
@@ -92,7 +94,7 @@ class CaseRunner:
                     trace["stages"].append(stage(f"rerank:{type(reranker).__name__}", final, gold))
             if c.rerankers:
                 latency["rerank"] = time.perf_counter() - t
-            oracle = baseline_of(c.retriever) == "oracle"  # every gold unit is a context, whatever top-k
+            oracle = self.oracle
             expander, topk = route_for(c.routes, query, c.expander, c.topk)  # routing.by_type, else the job's
             final = final if oracle else final[: max(max(ks), topk)]
             if c.trace:

@@ -64,6 +64,17 @@ KEY_METRICS = {  # metric -> short column label for the terminal
 }
 
 
+RANK_FALLBACK = "retrieval/mrr"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
+
+
+def ranking_metric(rows: list[dict[str, Any]], sort_by: str) -> str:
+    """``sort_by`` when some job has it, else ``RANK_FALLBACK`` when some job has that: a table ranked
+    on a metric no job logged would rank nothing while its title said otherwise."""
+    if any(sort_by in r for r in rows) or not any(RANK_FALLBACK in r for r in rows):
+        return sort_by
+    return RANK_FALLBACK
+
+
 def parent_run_id(sweep_dir: str | Path) -> str | None:
     """The sweep's parent run id: this process's own sweep first (basic launcher), else the file written
     by ``on_multirun_start`` (jobs in launcher worker processes)."""
@@ -218,11 +229,12 @@ class MlflowSweepCallback(Callback):
                                    "dataset": run.data.params.get("dataset.name", "")}
             row["params"] = {k: run.data.params.get(k) for k in differing}
             row["baseline"] = run.data.tags.get("ragbench.baseline", "")  # retrieval=none | oracle
-            for m in KEY_METRICS:
+            for m in (*KEY_METRICS, self.sort_by):
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
             rows.append(row)
-        rows = rank_within_dataset(rows, self.sort_by)
+        sort_by = ranking_metric(rows, self.sort_by)
+        rows = rank_within_dataset(rows, sort_by)
         labels = job_labels({r["run_id"]: r["run"] for r in rows})
         for r in rows:
             r["job"] = labels[r["run_id"]] + (f" [baseline: {r['baseline']}]" if r.get("baseline") else "")
@@ -236,7 +248,8 @@ class MlflowSweepCallback(Callback):
         self._tracker.log_metrics(self._run_id, sweep_accounting(children))
         shown = {"rank": "rank", "dataset": "dataset", "job": "job", "status": "status",
                  **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
-        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {self.sort_by} first within each dataset")
+        ranked = sort_by if sort_by == self.sort_by else f"{sort_by} (no job has {self.sort_by})"
+        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {ranked} first within each dataset")
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
             from ragbench.compare.analysis import log_sweep_report
 

@@ -54,3 +54,16 @@ def test_rank_is_within_each_dataset_and_failed_jobs_come_last():
 def test_sweep_size_counts_the_grid(task, extra, size):
     cfg = OmegaConf.create({"hydra": {"overrides": {"task": task}, "sweeper": {"max_batch_size": None, **extra}}})
     assert sweep_size(cfg) == size
+
+
+@pytest.mark.parametrize(("rows", "asked", "used"), [
+    ([{"answer/f1": 0.2, "retrieval/mrr": 0.3}], "answer/f1", "answer/f1"),
+    ([{"retrieval/mrr": 0.3}, {"retrieval/mrr": 0.5}], "answer/f1", "retrieval/mrr"),  # stages=retrieval
+    ([{"retrieval/mrr": 0.3}, {"answer/f1": 0.1}], "answer/f1", "answer/f1"),  # one job has it: kept
+    ([{"status": "FAILED"}], "answer/f1", "answer/f1"),  # nothing to rank by at all: the asked one
+    ([{"judge/accuracy": 0.7, "retrieval/mrr": 0.1}], "judge/accuracy", "judge/accuracy"),
+])
+def test_ranking_metric_falls_back_when_no_job_has_the_asked_one(rows, asked, used):
+    from ragbench.tracking.sweep import ranking_metric
+
+    assert ranking_metric(rows, asked) == used

@@ -1,0 +1,1 @@
+"""ragbench's default Hydra sweeper (a Hydra plugin must live in the ``hydra_plugins`` namespace)."""
