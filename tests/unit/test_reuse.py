@@ -99,3 +99,19 @@ def test_dataset_load_reuses_the_read_set_until_a_file_changes(tmp_path: Path) -
     edited = LocomoAdapter(name="locomo", path=str(root)).load()
     assert edited is not first and edited.fingerprint != first.fingerprint
     LAST.clear()
+
+
+def test_the_old_value_is_released_before_a_new_one_is_computed() -> None:
+    import weakref
+
+    values = LastValues()
+
+    class Big:
+        pass
+
+    old = values.get("dataset", "a", (), Big)
+    ref = weakref.ref(old)
+    del old
+    seen: list[object] = []
+    values.get("dataset", "b", (), lambda: seen.append(ref()) or Big())
+    assert seen == [None]  # while "b" loaded, "a" was no longer held: one job's data in memory, not two
