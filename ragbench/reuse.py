@@ -69,7 +69,8 @@ class LastValues:
             with self._lock:
                 self.reused[kind] = self.reused.get(kind, 0) + 1
             return entry.value
-        with self._lock:  # the old value goes before the new one is computed: one job's worth in memory
+        entry = None  # the old value goes before the new one is computed: one job's worth in memory
+        with self._lock:
             self._entries.pop(kind, None)
         capture = _Capture()
         log = logging.getLogger(logger)
