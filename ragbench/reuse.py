@@ -52,6 +52,7 @@ class LastValues:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._order: list[str] = []  # kinds in the order a job first asks for them
         self._lock = threading.Lock()
         self.reused: dict[str, int] = {}  # kind -> how many times a value was reused (tests, benchmarks)
 
@@ -69,9 +70,15 @@ class LastValues:
             with self._lock:
                 self.reused[kind] = self.reused.get(kind, 0) + 1
             return entry.value
-        entry = None  # the old value goes before the new one is computed: one job's worth in memory
+        # The old value goes before the new one is computed, and so do the kinds a job computes after this
+        # one (chunks after the dataset, evidence after the chunks): they hold the old inputs. Memory
+        # stays one job's worth.
+        entry = None
         with self._lock:
-            self._entries.pop(kind, None)
+            if kind not in self._order:
+                self._order.append(kind)
+            for later in self._order[self._order.index(kind):]:
+                self._entries.pop(later, None)
         capture = _Capture()
         log = logging.getLogger(logger)
         log.addHandler(capture)

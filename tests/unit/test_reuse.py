@@ -115,3 +115,15 @@ def test_the_old_value_is_released_before_a_new_one_is_computed() -> None:
     seen: list[object] = []
     values.get("dataset", "b", (), lambda: seen.append(ref()) or Big())
     assert seen == [None]  # while "b" loaded, "a" was no longer held: one job's data in memory, not two
+
+
+def test_a_miss_also_drops_the_kinds_computed_after_it() -> None:
+    values, calls = LastValues(), []
+    docs = ("d",)
+    _counting(values, "dataset", "a", (), calls)
+    _counting(values, "chunks", "c", (docs,), calls)
+    _counting(values, "evidence", "e", (docs,), calls)
+    _counting(values, "chunks", "c2", (docs,), calls)  # a chunks miss: the evidence entry goes too
+    _counting(values, "dataset", "a", (), calls)  # the dataset entry stays
+    _counting(values, "evidence", "e", (docs,), calls)
+    assert len(calls) == 5 and values.reused == {"dataset": 1}
