@@ -16,7 +16,7 @@ from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, ve
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
-from ragbench.evidence import EvidenceMap, context_has_evidence, relevant_searchable
+from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
@@ -40,6 +40,7 @@ class JobLookup:
     ks: Sequence[int]
     vectors: np.ndarray | None = None
     row_of: Mapping[str, int] = field(default_factory=dict)
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)  # per qid (evidence.Coverage), when kept
 
 
 class CaseRunner:
@@ -99,7 +100,8 @@ class CaseRunner:
             final = final if oracle else final[: max(max(ks), topk)]
             if c.trace:
                 trace["stages"].append(stage("topk", final[:topk], gold))
-            scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk))
+            scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk,
+                                           lookup.coverage.get(query.qid)))
             if emap.matched and c.dataset.name in DOC_RECALL_DATASETS:
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
             t = time.perf_counter()

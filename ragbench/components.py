@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ragbench.errors import ConfigError
-from ragbench.evidence import EvidenceMap
+from ragbench.evidence import Coverage, EvidenceMap
 from ragbench.protocols import (
     Chunker,
     DatasetAdapter,
@@ -75,6 +75,7 @@ class JobResult:
     counts: Mapping[str, int]
     evidence: Mapping[str, EvidenceMap] = field(default_factory=dict)
     cache_keys: Mapping[str, str] = field(default_factory=dict)
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)  # per qid, shared with the case stages
 
 
 def check_stage(kind: str, part: object, proto: type) -> None:

@@ -4,6 +4,7 @@ exact ``check_recall`` lives in ``ragbench.judge.openviking``)."""
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,20 @@ class EvidenceMap:
 def covers(tree: ChunkTree, chunk_id: str, anchors: Sequence[str]) -> bool:
     """True when the chunk lies inside an anchor or contains one."""
     lineage = set(tree.lineage(chunk_id))
-    return any(a in lineage or chunk_id in tree.lineage(a) for a in anchors)
+    return any(_covered(chunk_id, lineage, a, tree.lineage(a)) for a in anchors)
+
+
+def _covered(chunk_id: str, lineage: set[str], anchor: str, anchor_lineage: Sequence[str] | set[str]) -> bool:
+    """The covering rule: the chunk lies inside the anchor (the anchor is in the chunk's lineage) or
+    contains it (the chunk is in the anchor's lineage)."""
+    return anchor in lineage or chunk_id in anchor_lineage
+
+
+@functools.lru_cache(maxsize=1 << 15)  # a question's evidence strings recur in every job of a sweep
+def _evidence_form(evidence: str) -> tuple[str, tuple[str, ...]]:
+    """An evidence string's normal form and its tokens."""
+    normed = normalize(evidence)
+    return normed, tuple(split_tokens(normed))
 
 
 def soft_match(evidence: str, text: str, *, threshold: float = SOFT_THRESHOLD) -> bool:
@@ -49,14 +63,16 @@ class _NormedText:
         self._present: set[str] | None = None
 
     def soft_match(self, evidence: str, *, threshold: float = SOFT_THRESHOLD) -> bool:
-        ev = normalize(evidence)
+        ev, ev_toks = _evidence_form(evidence)
         if not ev:
             return False
         if ev in self.normed:
             return True
+        if len(ev_toks) < MIN_SOFT_TOKENS:  # soft_covered's answer, without splitting the text
+            return False
         if self._present is None:
             self._present = set(split_tokens(self.normed))
-        return soft_covered(split_tokens(ev), self._present, threshold=threshold)
+        return soft_covered(ev_toks, self._present, threshold=threshold)
 
 
 def soft_covered(ev_toks: Sequence[str], present: set[str], *, threshold: float = SOFT_THRESHOLD) -> bool:
@@ -167,10 +183,59 @@ def relevant_searchable(tree: ChunkTree, emap: EvidenceMap) -> dict[str, int]:
     return qrels
 
 
-def hit_units(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> list[list[str]]:
+class Coverage:
+    """Which matched evidence items (``ev<i>``) each chunk covers -- lies inside or contains, ``covers`` --
+    for one query on one tree: each anchor's lineage walked once, each chunk's answer kept; and the query's
+    qrels at chunk and unit level, computed once. The pipeline keeps one per query for as long as the tree
+    and the evidence mapping are reused (``ragbench.reuse``), so the jobs of a sweep share them."""
+
+    def __init__(self, tree: ChunkTree, emap: EvidenceMap) -> None:
+        self.tree = tree
+        self.emap = emap
+        self._matched = [(f"ev{i}", anchors) for i, anchors in enumerate(emap.anchors) if anchors]
+        self._anchor_lineage: dict[str, set[str]] | None = None
+        self._units: dict[str, tuple[str, ...]] = {}
+        self._chunk_qrels: dict[str, int] | None = None
+        self._unit_qrels: dict[str, int] | None = None
+
+    def chunk_qrels(self) -> dict[str, int]:
+        """``relevant_searchable(tree, emap)``, computed once (the same dict each call: read it, never change it)."""
+        if self._chunk_qrels is None:
+            self._chunk_qrels = relevant_searchable(self.tree, self.emap)
+        return self._chunk_qrels
+
+    def unit_qrels(self) -> dict[str, int]:
+        """``unit_qrels(emap)``, computed once (the same dict each call: read it, never change it)."""
+        if self._unit_qrels is None:
+            self._unit_qrels = unit_qrels(self.emap)
+        return self._unit_qrels
+
+    def units(self, chunk_id: str) -> tuple[str, ...]:
+        """The matched items the chunk covers, in evidence order."""
+        found = self._units.get(chunk_id)
+        if found is None:
+            if not self._matched:
+                found = ()
+            else:
+                if self._anchor_lineage is None:
+                    self._anchor_lineage = {a: set(self.tree.lineage(a)) for _, anchors in self._matched
+                                            for a in anchors}
+                lineage = set(self.tree.lineage(chunk_id))
+                found = tuple(unit for unit, anchors in self._matched
+                              if any(_covered(chunk_id, lineage, a, self._anchor_lineage[a]) for a in anchors))
+            self._units[chunk_id] = found
+        return found
+
+    def any_of(self, chunk_ids: Sequence[str]) -> bool:
+        """True when one of the chunks covers a matched item."""
+        return any(self.units(c) for c in chunk_ids)
+
+
+def hit_units(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit],
+              coverage: Coverage | None = None) -> list[list[str]]:
     """For each hit, the matched evidence items (``ev<i>``) it covers (lies inside or contains)."""
-    return [[f"ev{i}" for i, anchors in enumerate(emap.anchors) if anchors and covers(tree, h.chunk_id, anchors)]
-            for h in hits]
+    cov = coverage or Coverage(tree, emap)
+    return [list(cov.units(h.chunk_id)) for h in hits]
 
 
 def unit_qrels(emap: EvidenceMap) -> dict[str, int]:
@@ -182,13 +247,21 @@ def unit_ranking_of(hit_ids: Sequence[str], covered: Sequence[Sequence[str]]) ->
     """Ranking over evidence units: each hit contributes the units it newly covers, or -- when it
     covers none or only units seen above it -- itself as one non-relevant entry. So every hit holds at
     least one rank and a cut at k hits is a cut at k ranks unless a hit brings several new units."""
+    return unit_ranking_ends(hit_ids, covered)[0]
+
+
+def unit_ranking_ends(hit_ids: Sequence[str], covered: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
+    """``unit_ranking_of`` and, per hit, the ranking's length after it: the ranking of the first k hits
+    is the prefix of length ``ends[k - 1]`` (always >= k)."""
     seen: set[str] = set()
     ranking: list[str] = []
+    ends: list[int] = []
     for hit_id, units in zip(hit_ids, covered, strict=True):
         new = [u for u in dict.fromkeys(units) if u not in seen]
         ranking.extend(new or [hit_id])
         seen.update(new)
-    return ranking
+        ends.append(len(ranking))
+    return ranking, ends
 
 
 def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tuple[list[str], dict[str, int]]:
@@ -197,11 +270,11 @@ def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tup
     return ranking, unit_qrels(emap)
 
 
-def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context) -> bool:
+def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context,
+                         coverage: Coverage | None = None) -> bool:
     """True when the context (its kept parts, or its whole chunk) covers any matched evidence item
     (for citation hit rate)."""
-    parts = context.part_ids or (context.chunk_id,)
-    return any(anchors and any(covers(tree, p, anchors) for p in parts) for anchors in emap.anchors)
+    return (coverage or Coverage(tree, emap)).any_of(context.part_ids or (context.chunk_id,))
 
 
 def match_stats(maps: Mapping[str, EvidenceMap]) -> dict[str, int]:

@@ -30,7 +30,7 @@ from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner, JobLookup
 from ragbench.components import Components, JobResult
 from ragbench.errors import ConfigError, IndexMismatchError
-from ragbench.evidence import EvidenceMatcher
+from ragbench.evidence import Coverage, EvidenceMatcher
 from ragbench.job_metrics import assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
 from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder
@@ -212,9 +212,11 @@ class Pipeline:
             assert isinstance(c.retriever, BaselineRetriever)
             hits_all = [c.retriever.hits_for(emaps[q.qid]) for q in queries]
         row_of = {cid: i for i, cid in enumerate(ids)}
+        coverage = LAST.get("coverage", "coverage", (tree, emaps),
+                            lambda: {qid: Coverage(tree, m) for qid, m in emaps.items()})
 
         cases_runner = CaseRunner(self.c, self.cache)
-        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of)
+        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of, coverage=coverage)
 
         def one(i: int) -> CaseResult:
             return cases_runner.run(queries[i], hits_all[i], lookup,
@@ -252,6 +254,7 @@ class Pipeline:
         return JobResult(
             evalset=evalset, tree=tree, cases=tuple(cases), metrics=metrics, fingerprints=fingerprints,
             timings=dict(self.timings), counts=counts, evidence=emaps, cache_keys=dict(self.cache.keys),
+            coverage=coverage,
         )
 
 

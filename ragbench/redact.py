@@ -19,9 +19,9 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragbench.errors import ConfigError
 
@@ -47,10 +47,21 @@ _ASSIGNMENT = re.compile(
 _KEYWORDS = ("apikey", "api_key", "accesskey", "access_key", "secret", "password", "passwd", "token")
 _TRIGGER = re.compile(r"(?:api_?key|access_?key|secret|password|passwd|token)[\"']?[ \t]*[:=]")
 _AFTER_KEYWORD = re.compile(r"[\"']?[ \t]*[:=]")  # what follows a keyword in _TRIGGER
+_KEYWORDS_B = tuple(k.encode() for k in _KEYWORDS)
+_AFTER_KEYWORD_B = re.compile(_AFTER_KEYWORD.pattern.encode())
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
-_pattern: re.Pattern[str] | None = None
+
+
+class _Masker(NamedTuple):
+    """The registered secrets (longest first) and their alternation, replaced together on each register."""
+
+    regex: re.Pattern[str]
+    secrets: tuple[str, ...]
+
+
+_pattern: _Masker | None = None
 
 
 @functools.lru_cache(maxsize=4096)  # the same few dozen keys, once per record of every logged table
@@ -71,13 +82,17 @@ def register(value: Any) -> None:
         if value not in _secrets:
             _secrets.add(value)
             ordered = sorted(_secrets, key=len, reverse=True)  # a longer secret first, never half-masked
-            _pattern = re.compile("|".join(map(re.escape, ordered)))
+            _pattern = _Masker(re.compile("|".join(map(re.escape, ordered))), tuple(ordered))
 
 
 def mask_secrets(text: str) -> str:
     """``text`` with every registered secret masked (a model's reply: its wording is kept otherwise)."""
-    pattern = _pattern
-    return pattern.sub(MASK, text) if text and pattern is not None else text
+    masker = _pattern
+    if not text or masker is None:
+        return text
+    # the alternation regex tries every position of a multi-megabyte artifact; a substring test per
+    # secret finds first whether there is anything to mask at all
+    return masker.regex.sub(MASK, text) if any(s in text for s in masker.secrets) else text
 
 
 def redact(text: str) -> str:
@@ -91,14 +106,26 @@ def redact(text: str) -> str:
                    for line in text.splitlines(keepends=True))
 
 
+# the only characters outside ASCII whose lower case holds ASCII letters: U+0130 (-> "i" + U+0307, which
+# ends no keyword and so never completes a match) and the Kelvin sign U+212A (-> "k", as in "token")
+_LOWERS_TO_ASCII = ("\u212a",)
+
+
 def _has_keyword(text: str) -> bool:
     """``_TRIGGER.search(text.lower())``, found by looking only where a keyword occurs (str.find is fast on
-    a multi-megabyte artifact; the alternation regex tries every position)."""
-    low = text.lower()
-    for k in _KEYWORDS:
+    a multi-megabyte artifact; the alternation regex tries every position). Every keyword and what must
+    follow it is ASCII, so outside a Kelvin sign the search runs on the ASCII-lowered UTF-8 bytes: the same
+    answer as on ``text.lower()``, without lower-casing megabytes of non-ASCII text."""
+    if text.isascii() or any(c in text for c in _LOWERS_TO_ASCII):
+        return _keyword_in(text.lower(), _KEYWORDS, _AFTER_KEYWORD)
+    return _keyword_in(text.encode("utf-8", "surrogatepass").lower(), _KEYWORDS_B, _AFTER_KEYWORD_B)
+
+
+def _keyword_in(low: Any, keywords: Sequence[Any], after: re.Pattern[Any]) -> bool:
+    for k in keywords:
         at = low.find(k)
         while at != -1:
-            if _AFTER_KEYWORD.match(low, at + len(k)):
+            if after.match(low, at + len(k)):
                 return True
             at = low.find(k, at + 1)
     return False
@@ -123,6 +150,40 @@ def redact_obj(obj: Any) -> Any:
         return [redact_obj(v) for v in obj]
     return obj
 
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def redact_objs(objs: Sequence[Any]) -> list[Any]:
+    """``[redact_obj(o) for o in objs]`` (a logged table's rows), with one check over all their strings
+    first: a secret or secret-named assignment inside one string is inside their joined text too, so where
+    the joined text holds none, no key is secret-named and nothing is a tuple (which ``redact_obj`` turns
+    into a list), every object comes back as it is."""
+    strings: list[str] = []
+    keys: set[Any] = set()
+    stack = list(objs)
+    while stack:
+        obj = stack.pop()
+        kind = type(obj)
+        if kind is str:
+            strings.append(obj)
+        elif kind is dict:
+            keys.update(obj)
+            stack.extend(obj.values())
+        elif kind is list:
+            stack.extend(obj)
+        elif kind in _SCALARS:
+            continue
+        elif isinstance(obj, str):
+            strings.append(obj)
+        elif isinstance(obj, tuple | Mapping):  # redact_obj returns these as a list and a dict
+            return [redact_obj(o) for o in objs]
+        elif isinstance(obj, list):
+            stack.extend(obj)
+    joined = "\n".join(strings)
+    if any(is_secret_key(str(k)) for k in keys) or mask_secrets(joined) != joined or _has_keyword(joined):
+        return [redact_obj(o) for o in objs]
+    return list(objs)
 
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Registers the values of environment variables named like a secret (OPENAI_API_KEY, HF_TOKEN, ...)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,13 @@ BASELINE_FORMAT = "ragbench-baseline/1"
 _CHUNK_LEVEL = "retrieval/chunk/"  # left out of baseline files: the evidence-unit metrics are the headline
 _WHERE_KEYS = ("cache.", "tracking.", "hydra.", "resume", "objective")
 _NUMBER = (int, float)  # the exact types of a JSON number (rows come from json.loads; bool is not a number)
+_NOT_NUMBERS = frozenset({str, list, dict, bool, type(None)})  # exact types: never a number (subclasses are checked)
+SCORES_ARTIFACT = "case_scores.json"  # a job's compact per-case scores (beside cases.jsonl)
+SCORES_FORMAT = "ragbench-case-scores/1"
+# what the failure taxonomy (compare/taxonomy.py) reads of a case record: its qrels and ranked ids
+RANKED_FIELDS = ("ranked_ids", "ranked_chunk_ids")  # a deeper ranked list, when the case record has one
+QRELS_FIELDS = ("qrels", "chunk_qrels")
+TAXONOMY_FIELDS = (*QRELS_FIELDS, *RANKED_FIELDS, "retrieved_ids")
 
 
 def config_label(run_name: str) -> str:
@@ -70,14 +78,65 @@ class RunCases:
         return x
 
 
+def _number(value: Any) -> float | None:
+    """A per-case field's value when it is a finite JSON number (bool is not one), else None. The same
+    answer for a record before ``json.dumps`` as for the parsed line: json writes an int or float subclass
+    as a number and anything else through ``default=str`` as text."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        x = float(value)
+        return x if math.isfinite(x) else None
+    return None
+
+
+def case_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The columns a comparison reads from case records: ``qid``, ``question_type`` and ``status`` per case,
+    and ``fields``: every field some case holds a finite number in, one value per case (None where the case
+    has none). One pass over the rows: a case row holds ~60 values, most of them lists and text."""
+    found: dict[str, tuple[list[int], list[float]]] = {}
+    skip = _NOT_NUMBERS
+    for i, row in enumerate(rows):
+        for key, value in row.items():
+            kind = type(value)
+            if kind in skip:  # most values of a record: text, lists, objects (the exact types json.loads makes)
+                continue
+            if kind is float and value - value == 0.0:  # finite (inf - inf and NaN - NaN are NaN)
+                at, vals = found.setdefault(key, ([], []))
+                at.append(i)
+                vals.append(value)
+                continue
+            x = _number(value)
+            if x is not None:
+                at, vals = found.setdefault(key, ([], []))
+                at.append(i)
+                vals.append(x)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                found.setdefault(key, ([], []))  # NaN or infinite: a field, without a value for this case
+    fields: dict[str, list[float | None]] = {}
+    for key in sorted(found):
+        col: list[float | None] = [None] * len(rows)
+        for i, x in zip(*found[key], strict=True):
+            col[i] = x
+        fields[key] = col
+    return {"qid": [row.get("qid") for row in rows], "question_type": [row.get("question_type") for row in rows],
+            "status": [row.get("status", "ok") for row in rows], "fields": fields}
+
+
 def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
               topk: int | None = None, source: str = "mlflow", keep_rows: bool = True,
               metrics: Mapping[str, float] | None = None) -> RunCases:
     """RunCases from ``cases.jsonl`` records (see tracking/job_log.case_row)."""
+    return from_columns(case_columns(rows), run_id=run_id, name=name, dataset=dataset,
+                        dataset_sha256=dataset_sha256, topk=topk, source=source, metrics=metrics,
+                        rows=rows if keep_rows else ())
+
+
+def from_columns(columns: Mapping[str, Any], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
+                 topk: int | None = None, source: str = "mlflow", metrics: Mapping[str, float] | None = None,
+                 rows: Sequence[Mapping[str, Any]] = ()) -> RunCases:
+    """RunCases from ``case_columns`` (the records' columns, or a ``case_scores.json`` document)."""
     qids: list[str] = []
     seen: set[str] = set()
-    for i, row in enumerate(rows):
-        qid = row.get("qid")
+    for i, qid in enumerate(columns["qid"]):
         if not isinstance(qid, str) or not qid:
             raise ConfigError(f"run {run_id} ({source}): case {i + 1} has no 'qid'; "
                               "cases.jsonl must come from a ragbench job")
@@ -85,24 +144,8 @@ def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, data
             raise ConfigError(f"run {run_id} ({source}): case id {qid!r} appears twice; cases cannot be paired")
         seen.add(qid)
         qids.append(qid)
-    # every field some case holds a number in (bool is not one); a column per field, NaN where a case has no
-    # finite number for it. One pass over the rows: a case row holds ~60 values, most of them lists and text.
-    found: dict[str, tuple[list[int], list[float]]] = {}
-    for i, row in enumerate(rows):
-        for key, value in row.items():
-            if type(value) in _NUMBER:
-                at, vals = found.setdefault(key, ([], []))
-                at.append(i)
-                vals.append(float(value))
-    n = len(rows)
-    fields: dict[str, np.ndarray] = {}
-    for key in sorted(found):
-        at, vals = found[key]
-        col = np.full(n, np.nan)
-        values = np.asarray(vals, dtype=float)
-        finite = np.isfinite(values)
-        col[np.asarray(at, dtype=np.int64)[finite]] = values[finite]
-        fields[key] = col
+    fields = {key: np.array([np.nan if x is None else x for x in col], dtype=float)
+              for key, col in columns["fields"].items()}
     keys = list(fields)
     latency = [k for k in keys if k.startswith("latency/") and k.endswith("_ms") and k != "latency/total_ms"]
     if latency and "latency/total_ms" not in fields:  # the whole case: the sum of its timed stages
@@ -110,13 +153,34 @@ def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, data
         total = np.nansum(stacked, axis=0)
         total[np.all(np.isnan(stacked), axis=0)] = np.nan
         fields["latency/total_ms"] = total
+    status = list(columns["status"])
     return RunCases(
         run_id=run_id, name=name, dataset=dataset, dataset_sha256=dataset_sha256, topk=topk, qids=tuple(qids),
-        types=tuple(metric_name(str(row.get("question_type") or "unknown")) for row in rows),
-        ok=np.array([row.get("status", "ok") == "ok" for row in rows], dtype=bool), fields=fields,
-        rows=tuple(rows) if keep_rows else (), source=source, metrics=dict(metrics or {}),
-        skipped=np.array([row.get("status") == "skipped" for row in rows], dtype=bool),
+        types=tuple(metric_name(str(t or "unknown")) for t in columns["question_type"]),
+        ok=np.array([s == "ok" for s in status], dtype=bool), fields=fields,
+        rows=tuple(rows), source=source, metrics=dict(metrics or {}),
+        skipped=np.array([s == "skipped" for s in status], dtype=bool),
     )
+
+
+def scores_document(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``case_scores.json``: what a comparison reads of a job's cases, a few percent of ``cases.jsonl``'s
+    size -- the ``case_columns`` of its records, plus each case's qrels and ranked ids (the taxonomy)."""
+    return {"format": SCORES_FORMAT, **case_columns(rows),
+            "taxonomy": [{k: row[k] for k in TAXONOMY_FIELDS if k in row} for row in rows]}
+
+
+def from_scores_document(doc: Any, *, run_id: str, source: str, **meta: Any) -> RunCases:
+    """RunCases from a ``case_scores.json`` document (``scores_document``)."""
+    n = len(doc.get("qid") or []) if isinstance(doc, dict) else -1
+    ok = (n >= 0 and doc.get("format") == SCORES_FORMAT and isinstance(doc.get("fields"), dict)
+          and all(isinstance(doc.get(k), list) and len(doc[k]) == n for k in ("question_type", "status", "taxonomy"))
+          and all(isinstance(c, list) and len(c) == n and all(x is None or type(x) in _NUMBER for x in c)
+                  for c in doc["fields"].values()))
+    if not ok:
+        raise ConfigError(f"run {run_id} ({source}): {SCORES_ARTIFACT} is not a {SCORES_FORMAT} document with one "
+                          "value per case in every column; its cases.jsonl holds the same numbers")
+    return from_columns(doc, run_id=run_id, source=source, rows=doc["taxonomy"], **meta)
 
 
 def save_baseline(path: Path, runs: Sequence[RunCases]) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragbench.compare.runcases import RunCases, from_rows
+from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
 from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
@@ -107,26 +107,46 @@ def _quiet_downloads() -> Iterator[None]:
 
 
 def load_cases(client: Any, run: Any) -> RunCases:
-    """A run's ``cases.jsonl`` artifact as RunCases."""
+    """A run's cases as RunCases: from its compact ``case_scores.json`` when the run has one, else (runs logged
+    before it existed) from its ``cases.jsonl`` -- the same numbers (``runcases.scores_document``)."""
     rid = str(run.info.run_id)
-    with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
+    holder = cases_run_id(run)
+    tags, params = run.data.tags, run.data.params
+    topk = params.get("retrieval.topk")
+    meta = {"name": str(run.info.run_name or rid),
+            "dataset": tags.get("ragbench.dataset") or params.get("dataset.name") or "unknown",
+            "dataset_sha256": tags.get("ragbench.dataset_sha256", ""),
+            "topk": int(topk) if topk and str(topk).isdigit() else None, "metrics": dict(run.data.metrics)}
+    try:
+        names = {f.path for f in client.list_artifacts(holder)}
+    except Exception:  # noqa: BLE001 - any store or transport error: try the download, which names it
+        names = set()
+    if SCORES_ARTIFACT in names:
+        text = _download(client, run, SCORES_ARTIFACT)
         try:
-            with _quiet_downloads():
-                path = client.download_artifacts(cases_run_id(run), CASES_ARTIFACT, dst_path=tmp)
-        except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
-            raise ConfigError(f"run {rid} ({run.info.run_name}): no cases.jsonl artifact ({type(exc).__name__}); "
-                              "only ragbench job runs can be compared") from None
-        text = Path(path).read_text(encoding="utf-8")
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"run {rid}: {SCORES_ARTIFACT} is not JSON ({exc.msg}); "
+                              "its cases.jsonl holds the same numbers") from None
+        return from_scores_document(doc, run_id=rid, source="mlflow", **meta)
     rows = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(_download(client, run, CASES_ARTIFACT).splitlines(), start=1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"run {rid}: cases.jsonl line {n} is not JSON ({exc.msg})") from None
-    tags, params = run.data.tags, run.data.params
-    topk = params.get("retrieval.topk")
-    return from_rows(rows, run_id=rid, name=str(run.info.run_name or rid),
-                     dataset=tags.get("ragbench.dataset") or params.get("dataset.name") or "unknown",
-                     dataset_sha256=tags.get("ragbench.dataset_sha256", ""),
-                     topk=int(topk) if topk and str(topk).isdigit() else None, metrics=dict(run.data.metrics))
+    return from_rows(rows, run_id=rid, **meta)
+
+
+def _download(client: Any, run: Any, artifact: str) -> str:
+    """The text of one of the run's case artifacts (held by ``cases_run_id(run)``)."""
+    rid = str(run.info.run_id)
+    with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
+        try:
+            with _quiet_downloads():
+                path = client.download_artifacts(cases_run_id(run), artifact, dst_path=tmp)
+        except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
+            raise ConfigError(f"run {rid} ({run.info.run_name}): no {artifact} artifact ({type(exc).__name__}); "
+                              "only ragbench job runs can be compared") from None
+        return Path(path).read_text(encoding="utf-8")

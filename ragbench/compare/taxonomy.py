@@ -12,15 +12,13 @@ from typing import Any
 import numpy as np
 
 from ragbench.compare.comparison import ALL
-from ragbench.compare.runcases import RunCases
+from ragbench.compare.runcases import QRELS_FIELDS, RANKED_FIELDS, RunCases
 
 NOT_RETRIEVED, BELOW_K, LOST_BY_EXPANSION = "not_retrieved", "ranked_below_k", "lost_by_expansion"
 ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD = "answered_wrong", "answered_right", "failed", "no_gold_evidence"
 CATEGORIES = (NOT_RETRIEVED, BELOW_K, LOST_BY_EXPANSION, ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD)
 CORRECT_AT = 0.5  # an answer scoring at least this (judge accuracy, else answer F1) counts as right
 _HIT_AT = re.compile(r"^retrieval/hit_at_(\d+)$")
-RANKED_FIELDS = ("ranked_ids", "ranked_chunk_ids")  # a deeper ranked list, when the case record has one
-QRELS_FIELDS = ("qrels", "chunk_qrels")
 
 
 @dataclass(frozen=True)

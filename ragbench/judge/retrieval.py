@@ -9,18 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ragbench.evidence import (
-    EvidenceMap,
-    evidence_text_recall,
-    hit_units,
-    relevant_searchable,
-    unit_qrels,
-    unit_ranking_of,
-)
+from ragbench.evidence import Coverage, EvidenceMap, evidence_text_recall, hit_units, unit_ranking_ends
 from ragbench.judge.ir import retrieval_metrics
 from ragbench.types import ChunkTree, Hit
 
 BASE_KS = (1, 3, 5)
+_UNIT_METRICS = ("hit", "recall", "precision", "ndcg", "map", "mrr")  # retrieval/<m>_at_k over evidence units
 
 
 def metric_ks(topk: int) -> list[int]:
@@ -37,14 +31,15 @@ def scores_from_record(
     cut at the ranks the top-k hits hold (see ``unit_ranking_of``); ``retrieval/mrr`` uncut; and
     ``retrieval/evidence_text_recall`` of the top-k hit texts."""
     out = {f"retrieval/chunk/{key}": value for key, value in retrieval_metrics(ranked, chunk_qrels, ks).items()}
+    # One unit ranking of all hits: the ranking of the first k hits is its prefix, and it holds at least k
+    # entries when there are k hits, so the metrics at each k's cut are those of that prefix.
+    units, ends = unit_ranking_ends(ranked, covered)
+    cut = {k: max(ends[min(k, len(ends)) - 1] if ends else 0, k) for k in ks}
+    unit = retrieval_metrics(units, units_qrels, sorted(set(cut.values())))
     for k in ks:
-        units = unit_ranking_of(ranked[:k], covered[:k])
-        cut = max(len(units), k)  # k ranks, more only when a hit brought several new units
-        for key, value in retrieval_metrics(units, units_qrels, [cut]).items():
-            if key != "mrr":
-                out[f"retrieval/{key.rsplit('_at_', 1)[0]}_at_{k}"] = value
-    units = unit_ranking_of(ranked, covered)
-    out["retrieval/mrr"] = retrieval_metrics(units, units_qrels, [max(len(units), 1)])["mrr"]
+        for m in _UNIT_METRICS:
+            out[f"retrieval/{m}_at_{k}"] = unit[f"{m}_at_{cut[k]}"]
+    out["retrieval/mrr"] = unit["mrr"]
     rec = evidence_text_recall(evidence_texts, topk_texts)
     if rec is not None:
         out["retrieval/evidence_text_recall"] = rec
@@ -65,13 +60,16 @@ def doc_recall_scores(ranked_doc_ids: Sequence[str], gold_doc_ids: Sequence[str]
 
 
 def retrieval_scores(
-    tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit], ks: Sequence[int], topk: int
+    tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit], ks: Sequence[int], topk: int,
+    coverage: Coverage | None = None,
 ) -> dict[str, float]:
     """The scores of ``scores_from_record`` for hits on ``tree``. Queries without matched evidence get
-    no retrieval scores (they are counted apart)."""
+    no retrieval scores (they are counted apart). ``coverage``: the query's ``Coverage`` on ``tree``, when
+    the caller keeps one."""
     if not emap.matched:
         return {}
+    cov = coverage or Coverage(tree, emap)
     return scores_from_record(
-        [h.chunk_id for h in hits], hit_units(tree, emap, hits), relevant_searchable(tree, emap),
-        unit_qrels(emap), ks, [t for t in emap.texts if t], [tree[h.chunk_id].text for h in hits[:topk]],
+        [h.chunk_id for h in hits], hit_units(tree, emap, hits, cov), cov.chunk_qrels(),
+        cov.unit_qrels(), ks, [t for t in emap.texts if t], [tree[h.chunk_id].text for h in hits[:topk]],
     )

@@ -65,7 +65,9 @@ class QueryPlan:
 def plan_queries(transform: QueryTransform, queries: Sequence[Query], *, k_rrf: float = 60.0,
                  workers: int = 1) -> QueryPlan:
     """Each question's variants (LLM transforms ask up to ``workers`` questions at once)."""
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    if workers <= 1:  # query=none, or one question at a time: in this thread, without a future per question
+        return QueryPlan(variants=tuple(map(transform.variants, queries)), k_rrf=float(k_rrf))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         variants = tuple(pool.map(transform.variants, queries))
     return QueryPlan(variants=variants, k_rrf=float(k_rrf))
 

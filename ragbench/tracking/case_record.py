@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragbench.evidence import EvidenceMap, context_has_evidence, hit_units, relevant_searchable, unit_qrels
+from ragbench.evidence import (
+    Coverage,
+    EvidenceMap,
+    context_has_evidence,
+    hit_units,
+)
 from ragbench.judge.context import context_refs, openviking_evidence
 from ragbench.judge.retrieval import metric_ks
 from ragbench.types import CaseResult, ChunkTree
@@ -35,12 +40,14 @@ def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, dataset: str,
-                topk: int) -> dict[str, Any]:
-    """The record fields of one case (merged into its ``cases.jsonl`` row)."""
+                topk: int, coverage: Coverage | None = None) -> dict[str, Any]:
+    """The record fields of one case (merged into its ``cases.jsonl`` row); ``coverage``: the query's
+    ``Coverage`` on ``tree`` when the job kept one (hits and contexts share their chunks' coverage)."""
     emap = emap or EMPTY_MAP
     ranked = list(case.hits[: max(metric_ks(topk))])
     matched = bool(emap.matched)
     query = case.query
+    cov = coverage if coverage is not None and coverage.emap is emap else Coverage(tree, emap)
     return {
         "record_version": RECORD_VERSION,
         "dataset": dataset,
@@ -50,13 +57,13 @@ def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, 
         "doc_ids": list(query.doc_ids),
         "ranked_ids": [h.chunk_id for h in ranked],
         "ranked_doc_ids": [tree[h.chunk_id].doc_id for h in ranked],
-        "hit_units": hit_units(tree, emap, ranked),
-        "qrels": {"chunk": relevant_searchable(tree, emap) if matched else {}, "unit": unit_qrels(emap)},
+        "hit_units": hit_units(tree, emap, ranked, cov),
+        "qrels": {"chunk": cov.chunk_qrels() if matched else {}, "unit": cov.unit_qrels()},
         "evidence": {"matched": matched, "texts": list(emap.texts), "how": list(emap.how),
                      "openviking": openviking_evidence(query)},
         "topk_texts": [tree[h.chunk_id].text for h in ranked[:topk]],
         "contexts": [{"chunk_id": c.chunk_id, "title": c.title, "text": c.text, "parts": list(c.part_ids),
-                      "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c)}
+                      "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c, cov)}
                      for c in case.contexts],
         "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
         # trace=true: candidates and scores per stage, gold_entered / gold_lost; rerank_fallback when any

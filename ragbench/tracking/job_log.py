@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ragbench import __version__
+from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
 from ragbench.components import JobResult
 from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
 from ragbench.trace import gold_path_tags
-from ragbench.tracking.case_record import case_record
+from ragbench.tracking.case_record import CASES_ARTIFACT, case_record
 from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
 from ragbench.types import CaseResult
 
@@ -109,7 +110,8 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
     tracker.log_metrics(run_id, metrics)
     tracker.log_curves(run_id, curves)
     rows = [case_row(c, topk) for c in result.cases]
-    records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk)}
+    records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk,
+                                     coverage=result.coverage.get(c.query.qid))}
                for row, c in zip(rows, result.cases, strict=True)]
     summary = {
         "dataset": ev.name, "variant": ev.variant, "fingerprints": dict(result.fingerprints),
@@ -117,7 +119,9 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
         "dataset_stats": dict(ev.stats), "queries_by_type": dict(by_type), "files_read": list(ev.files),
     }
     jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in records)
-    tracker.log_files(run_id, {"config.yaml": config_yaml, "cases.jsonl": jsonl, "summary.json": dumps(summary)})
+    scores = json.dumps(scores_document(records), ensure_ascii=False, separators=(",", ":"))
+    tracker.log_files(run_id, {"config.yaml": config_yaml, CASES_ARTIFACT: jsonl, SCORES_ARTIFACT: scores,
+                               "summary.json": dumps(summary)})
     tracker.log_table(run_id, [{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
                                 for k, v in r.items()} for r in rows],
                       "cases_table.json")

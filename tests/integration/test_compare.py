@@ -68,6 +68,32 @@ def test_compare_latest_sweep_json_and_report(sweep):
         p.name for p in report.iterdir()}
 
 
+def test_compact_case_scores_hold_the_numbers_of_cases_jsonl(sweep):
+    """Each job logs case_scores.json beside cases.jsonl; a comparison reads it, and every per-case value,
+    NaN position, type, status and taxonomy count is the one cases.jsonl gives, at a fraction of its size."""
+    import numpy as np
+
+    from ragbench.compare.runcases import SCORES_ARTIFACT, from_rows
+    from ragbench.compare.select import load_cases
+    from ragbench.compare.taxonomy import taxonomy
+
+    _, jobs, _, client = sweep
+    for run in jobs.values():
+        rid = run.info.run_id
+        compact = load_cases(client, run)
+        full_path = Path(client.download_artifacts(rid, "cases.jsonl"))
+        rows = [json.loads(line) for line in full_path.read_text().splitlines()]
+        full = from_rows(rows, run_id=rid, name=compact.name, dataset=compact.dataset, topk=compact.topk)
+        assert compact.qids == full.qids and compact.types == full.types
+        assert (compact.ok == full.ok).all() and (compact.skipped == full.skipped).all()
+        assert compact.fields.keys() == full.fields.keys() and len(compact.fields) > 40
+        for key, col in full.fields.items():
+            np.testing.assert_array_equal(compact.fields[key], col, err_msg=key)  # NaN where NaN, else equal
+        assert taxonomy(compact).counts == taxonomy(full).counts
+        size = Path(client.download_artifacts(rid, SCORES_ARTIFACT)).stat().st_size
+        assert size < full_path.stat().st_size / 4
+
+
 def test_sweep_parent_holds_the_report(sweep):
     _, _, parent, client = sweep
     names = {a.path for a in client.list_artifacts(parent.info.run_id, "compare")}

@@ -29,3 +29,38 @@ def test_a_job_logs_curves_by_k_fixed_names_and_standard_tags(tmp_path):
     assert m["headline/answer_f1"] == m["answer/f1"] and m["headline/mrr"] == m["retrieval/mrr"]
     # every other metric stays a single value at step 0
     assert [p.step for p in client.get_metric_history(run.info.run_id, "retrieval/mrr")] == [0]
+
+
+def test_case_table_is_the_table_mlflow_log_table_writes(tmp_path, monkeypatch):
+    """ragbench writes a run's table itself (no DataFrame, listing and run read per job): MLflow's
+    ``load_table`` reads it back as the frame ``MlflowClient.log_table`` would have stored, and the
+    ``mlflow.loggedArtifacts`` tag lists it the same way. Only the digits differ: pandas keeps 10."""
+    import json
+
+    import pandas as pd
+    from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS
+
+    from ragbench.tracking.mlflow_tracker import LOGGED_ARTIFACTS, MlflowTracker
+
+    assert LOGGED_ARTIFACTS == MLFLOW_LOGGED_ARTIFACTS
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")  # load_table searches with it
+    tracker = MlflowTracker(uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_root=str(tmp_path / "artifacts"),
+                            experiment="t")
+    rows = [{"qid": "a", "answer/f1": 0.5, "n": 3, "ok": True, "ids": '["c1", "c2"]', "error": None},
+            {"qid": "b", "answer/f1": float("nan"), "n": 4, "ok": False, "ids": "[]", "extra": "x"},
+            {"qid": "c", "answer/f1": 0.25, "n": 5, "ok": True, "ids": '["c3"]', "error": "boom"}]
+    ours = tracker.start_run(run_name="ours", tags={})
+    tracker.log_table(ours, rows, "cases_table.json")
+    theirs = tracker.start_run(run_name="theirs", tags={})
+    tracker.client.log_table(theirs, data=pd.DataFrame(rows), artifact_file="cases_table.json")
+    a = tracker.client.load_table(tracker.experiment_id(), "cases_table.json", run_ids=[ours])
+    b = tracker.client.load_table(tracker.experiment_id(), "cases_table.json", run_ids=[theirs])
+    pd.testing.assert_frame_equal(a, b)
+    tag = {r: json.loads(tracker.client.get_run(r).data.tags[MLFLOW_LOGGED_ARTIFACTS]) for r in (ours, theirs)}
+    assert tag[ours] == tag[theirs] == [{"path": "cases_table.json", "type": "table"}]
+    tracker.log_table(ours, rows[:1], "second.json")  # a second table is added to the list, not put in its place
+    assert json.loads(tracker.client.get_run(ours).data.tags[MLFLOW_LOGGED_ARTIFACTS]) == [
+        {"path": "cases_table.json", "type": "table"}, {"path": "second.json", "type": "table"}]
+    raw = json.loads((tmp_path / "artifacts" / "t" / ours / "artifacts" / "cases_table.json").read_text())
+    assert raw["columns"] == ["qid", "answer/f1", "n", "ok", "ids", "error", "extra"]
+    assert raw["data"][1][1] is None  # NaN is null: JSON has no NaN

@@ -201,3 +201,50 @@ def test_cjk_quote_soft_rule_is_the_same_in_soft_match_and_the_matcher():
         Query(qid="q", text="?", answers=("x",), question_type="t", evidence=(Evidence(text="会议五月在伦敦办"),),
               doc_ids=("zh",)))
     assert miss.how == ("unmatched",)
+
+
+def _unit_metrics_by_definition(ranked, covered, qrels, ks):
+    """``retrieval/<m>_at_k`` as defined: the unit ranking of the first k hits, cut at max(its length, k)."""
+    from ragbench.evidence import unit_ranking_of
+
+    out = {}
+    for k in ks:
+        units = unit_ranking_of(ranked[:k], covered[:k])
+        for key, value in retrieval_metrics(units, qrels, [max(len(units), k)]).items():
+            if key != "mrr":
+                out[f"retrieval/{key.rsplit('_at_', 1)[0]}_at_{k}"] = value
+    units = unit_ranking_of(ranked, covered)
+    out["retrieval/mrr"] = retrieval_metrics(units, qrels, [max(len(units), 1)])["mrr"]
+    return out
+
+
+def test_unit_metrics_from_one_ranking_equal_the_per_k_definition_exactly():
+    """scores_from_record ranks the evidence units once and cuts each k at its prefix: over 3,000 random
+    cases (short lists, hits covering several units, repeats, empty lists) every value is the same float."""
+    import random
+
+    from ragbench.judge.retrieval import scores_from_record
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        n_units = rng.randint(0, 4)
+        ranked = [f"c{i}" for i in rng.sample(range(30), rng.randint(0, 12))]
+        covered = [[f"ev{rng.randrange(n_units)}" for _ in range(rng.choice((0, 0, 1, 1, 2, 3)))] if n_units else []
+                   for _ in ranked]
+        qrels = {f"ev{i}": rng.choice((1, 1, 2)) for i in range(n_units) if rng.random() < 0.8}
+        ks = sorted({*rng.sample(range(1, 15), rng.randint(1, 4))})
+        got = scores_from_record(ranked, covered, {}, qrels, ks, [], [])
+        want = _unit_metrics_by_definition(ranked, covered, qrels, ks)
+        assert {k: v for k, v in got.items() if not k.startswith("retrieval/chunk/")} == want
+        assert list(k for k in got if not k.startswith("retrieval/chunk/")) == list(want)  # same key order
+
+
+def test_hit_units_is_covers_for_every_hit_and_evidence_item():
+    from ragbench.evidence import covers, hit_units
+
+    emap = EvidenceMatcher(TREE).match(q(Evidence(ref="D1:1"), Evidence(text="red bicycle"), Evidence(ref="none"),
+                                         Evidence(ref="D2:1")))
+    hits = [Hit(cid, 0.0, i + 1) for i, cid in enumerate(TREE.chunks)]  # every level: inside and containing
+    want = [[f"ev{i}" for i, a in enumerate(emap.anchors) if a and covers(TREE, h.chunk_id, a)] for h in hits]
+    assert hit_units(TREE, emap, hits) == want
+    assert max(map(len, want)) == 3 and min(map(len, want)) == 1  # the document covers all three matched items

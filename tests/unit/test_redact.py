@@ -134,11 +134,30 @@ def test_keyword_scan_equals_the_trigger_regex() -> None:
              "password'=1", 'token"= 1', "tokens=3", "context/tokens: 5", "token\n=1", "token  :", "passwd",
              "tok en=1", "secret", "x" * 50 + "Token=" + "y" * 50, "api_token:1", "token'\"=1", "TOKEN\t\t="]
     rng = random.Random(7)
+    # non-ASCII text takes the byte path: the Kelvin sign lower-cases to "k", U+0130 to "i" + U+0307,
+    # lone surrogates, combining marks, CJK and a final sigma around the keywords
+    table += ["to\u212aen=1", "apI\u212aey: x", "ap\u0130key=1", "api\u0307key=1", "caf\u00e9 token=1",
+              "\u4f1a\u8bae token: 1", "\ud800 secret=1", "\u03a3ECRET=1", "\u00e9" * 40 + "PASSWORD:",
+              "pass\u00e9word=1", "t\u00f6ken=1", "\u212a" * 3]
     alphabet = ["token", "api_", "key", "secret", "passwd", "password", "access", "_", "s", "'", '"', " ",
-                "\t", ":", "=", "\n", "x", "K", "E", "Y"]
-    table += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+                "\t", ":", "=", "\n", "x", "K", "E", "Y", "\u212a", "\u0130", "\u00e9", "\u4f1a", "\ud800"]
+    table += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(6000)]
     for text in table:
         assert _has_keyword(text) == (_TRIGGER.search(text.lower()) is not None), repr(text)
+    assert _has_keyword("to\u212aen=1") and not _has_keyword("t\u00f6ken=1")
+
+
+def test_registered_secrets_are_masked_by_the_substring_precheck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The substring test before the alternation regex changes no answer: a text holding a secret, two
+    secrets where one contains the other, and a text holding none."""
+    from ragbench import redact as r
+
+    monkeypatch.setattr(r, "_secrets", set())
+    monkeypatch.setattr(r, "_pattern", None)
+    r.register("sk-abcdefghijkl")
+    r.register("sk-abcdefghijkl-long")
+    assert r.mask_secrets("x sk-abcdefghijkl-long y sk-abcdefghijkl") == f"x {r.MASK} y {r.MASK}"
+    assert r.mask_secrets("\u00e9 nothing here") == "\u00e9 nothing here"
 
 
 def test_is_secret_key_table() -> None:
@@ -150,3 +169,30 @@ def test_is_secret_key_table() -> None:
     for _ in range(2):  # the second pass answers from the cache
         assert all(is_secret_key(k) for k in secret)
         assert not any(is_secret_key(k) for k in plain)
+
+
+def test_redact_objs_is_redact_obj_of_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one joined check of a table's rows gives what redact_obj gives row by row: clean rows, a
+    registered secret, a secret-named assignment in text, a secret-named key, tuples and nested values."""
+    from collections import OrderedDict
+
+    from ragbench import redact as r
+
+    monkeypatch.setattr(r, "_secrets", set())
+    monkeypatch.setattr(r, "_pattern", None)
+    r.register("sk-0123456789abcdef")
+    clean = [{"qid": "q1", "question": "how many tokens?", "ids": ["a", "b"], "n": 3, "x": None},
+             {"qid": "q2", "answer": "caf\u00e9", "nested": {"k": ["v", {"w": "z"}]}}]
+    tables = [
+        clean,
+        [*clean, {"qid": "q3", "answer": "the key is sk-0123456789abcdef"}],
+        [*clean, {"qid": "q4", "error": "bad request: api_key=abc123"}],
+        [*clean, {"qid": "q5", "api_key": "plain"}],
+        [*clean, {"qid": "q6", "ids": ("a", "b")}],
+        [*clean, {"qid": "q7", "meta": OrderedDict(password="x")}],
+        [{"qid": "q8", "lines": "one\npassword: hunter2\nthree"}],
+        [],
+    ]
+    for rows in tables:
+        assert r.redact_objs(rows) == [r.redact_obj(row) for row in rows], rows
+    assert r.redact_objs(clean)[0] is clean[0]  # nothing to mask: the rows themselves
