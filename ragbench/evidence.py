@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ragbench.text import normalize, normalize_joined, split_tokens, tokens
 from ragbench.types import ChunkTree, Context, Evidence, Hit, Level, Query
 
 MIN_SOFT_TOKENS = 4
+RANKINGS_KEPT = 4  # per query (Coverage.ranking_scores): the rankings of the last few jobs
 SOFT_THRESHOLD = 0.8
 
 
@@ -197,6 +198,17 @@ class Coverage:
         self._units: dict[str, tuple[str, ...]] = {}
         self._chunk_qrels: dict[str, int] | None = None
         self._unit_qrels: dict[str, int] | None = None
+        self._ranking: dict[Hashable, Mapping[str, float]] = {}
+
+    def ranking_scores(self, key: Hashable, compute: Callable[[], Mapping[str, float]]) -> Mapping[str, float]:
+        """``compute()`` once per ``key`` (the ranked ids and the cut-offs: the retrieval scores of a ranking
+        for this query, ``judge.retrieval.ranking_scores``); the same mapping after that (read it only)."""
+        found = self._ranking.get(key)
+        if found is None:
+            found = self._ranking[key] = compute()
+            if len(self._ranking) > RANKINGS_KEPT:  # a long sweep on one dataset: memory stays bounded
+                del self._ranking[next(iter(self._ranking))]
+        return found
 
     def chunk_qrels(self) -> dict[str, int]:
         """``relevant_searchable(tree, emap)``, computed once (the same dict each call: read it, never change it)."""

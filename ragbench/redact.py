@@ -158,7 +158,8 @@ def redact_objs(objs: Sequence[Any]) -> list[Any]:
     """``[redact_obj(o) for o in objs]`` (a logged table's rows), with one check over all their strings
     first: a secret or secret-named assignment inside one string is inside their joined text too, so where
     the joined text holds none, no key is secret-named and nothing is a tuple (which ``redact_obj`` turns
-    into a list), every object comes back as it is."""
+    into a list), every object comes back as it is. Keys are in that text too: where it is clean, their
+    JSON (strings and numbers) holds no secret either, and a file of it needs no second pass."""
     strings: list[str] = []
     keys: set[Any] = set()
     stack = list(objs)
@@ -169,6 +170,7 @@ def redact_objs(objs: Sequence[Any]) -> list[Any]:
             strings.append(obj)
         elif kind is dict:
             keys.update(obj)
+            strings.extend(k for k in obj if type(k) is str)  # a key's text is checked as its values are
             stack.extend(obj.values())
         elif kind is list:
             stack.extend(obj)

@@ -30,6 +30,13 @@ def scores_from_record(
     """``retrieval/chunk/<m>_at_k`` over the ranked chunks; ``retrieval/<m>_at_k`` over evidence units,
     cut at the ranks the top-k hits hold (see ``unit_ranking_of``); ``retrieval/mrr`` uncut; and
     ``retrieval/evidence_text_recall`` of the top-k hit texts."""
+    return _with_text_recall(ranking_scores(ranked, covered, chunk_qrels, units_qrels, ks), evidence_texts,
+                             topk_texts)
+
+
+def ranking_scores(ranked: Sequence[str], covered: Sequence[Sequence[str]], chunk_qrels: Mapping[str, int],
+                   units_qrels: Mapping[str, int], ks: Sequence[int]) -> dict[str, float]:
+    """The scores of ``scores_from_record`` that read the ranking alone (all but the evidence text recall)."""
     out = {f"retrieval/chunk/{key}": value for key, value in retrieval_metrics(ranked, chunk_qrels, ks).items()}
     # One unit ranking of all hits: the ranking of the first k hits is its prefix, and it holds at least k
     # entries when there are k hits, so the metrics at each k's cut are those of that prefix.
@@ -40,6 +47,11 @@ def scores_from_record(
         for m in _UNIT_METRICS:
             out[f"retrieval/{m}_at_{k}"] = unit[f"{m}_at_{cut[k]}"]
     out["retrieval/mrr"] = unit["mrr"]
+    return out
+
+
+def _with_text_recall(out: dict[str, float], evidence_texts: Sequence[str],
+                      topk_texts: Sequence[str]) -> dict[str, float]:
     rec = evidence_text_recall(evidence_texts, topk_texts)
     if rec is not None:
         out["retrieval/evidence_text_recall"] = rec
@@ -68,8 +80,14 @@ def retrieval_scores(
     the caller keeps one."""
     if not emap.matched:
         return {}
-    cov = coverage or Coverage(tree, emap)
-    return scores_from_record(
-        [h.chunk_id for h in hits], hit_units(tree, emap, hits, cov), cov.chunk_qrels(),
-        cov.unit_qrels(), ks, [t for t in emap.texts if t], [tree[h.chunk_id].text for h in hits[:topk]],
-    )
+    ranked = [h.chunk_id for h in hits]
+    texts = ([t for t in emap.texts if t], [tree[h.chunk_id].text for h in hits[:topk]])
+    if coverage is None:
+        cov = Coverage(tree, emap)
+        return scores_from_record(ranked, hit_units(tree, emap, hits, cov), cov.chunk_qrels(), cov.unit_qrels(),
+                                  ks, *texts)
+    # a kept Coverage outlives the job: the jobs of a top-k sweep that rank the same hits at the same
+    # cut-offs (top-k 3 and 5 both score ranks 1, 3 and 5) take the ranking's scores computed once
+    part = coverage.ranking_scores((tuple(ranked), tuple(ks)), lambda: ranking_scores(
+        ranked, hit_units(tree, emap, hits, coverage), coverage.chunk_qrels(), coverage.unit_qrels(), ks))
+    return _with_text_recall(dict(part), *texts)

@@ -202,8 +202,10 @@ class MlflowTracker:
         self.client.log_batch(run_id, params=list(params), tags=list(tags), metrics=list(metrics),
                               synchronous=True)
 
-    def log_files(self, run_id: str, files: Mapping[str, str | bytes], artifact_path: str | None = None) -> None:
-        """Writes ``name -> content`` into a temp folder and uploads it as artifacts."""
+    def log_files(self, run_id: str, files: Mapping[str, str | bytes], artifact_path: str | None = None, *,
+                  redacted: bool = False) -> None:
+        """Writes ``name -> content`` into a temp folder and uploads it as artifacts; text is redacted
+        unless the caller built it from redacted values (``redacted=True``, the case table)."""
         with tempfile.TemporaryDirectory(prefix="ragbench-artifacts-") as tmp:
             for name, content in files.items():
                 p = Path(tmp) / name
@@ -215,7 +217,7 @@ class MlflowTracker:
                     except UnicodeDecodeError:
                         p.write_bytes(data)
                         continue
-                p.write_text(redact_text(content), encoding="utf-8")
+                p.write_text(content if redacted else redact_text(content), encoding="utf-8")
             self.client.log_artifacts(run_id, tmp, artifact_path=artifact_path)
 
     def log_table(self, run_id: str, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
@@ -227,8 +229,10 @@ class MlflowTracker:
         safe = redact_objs([dict(r) for r in rows])
         columns = list(dict.fromkeys(k for r in safe for k in r))
         data = [[_json_value(r.get(c)) for c in columns] for r in safe]
-        self.log_files(run_id, {artifact_file: json.dumps({"columns": columns, "data": data}, default=str,
-                                                          ensure_ascii=False, allow_nan=False)})
+        text = json.dumps({"columns": columns, "data": data}, default=str, ensure_ascii=False, allow_nan=False)
+        # redact_objs checked every string and key the text holds (numbers hold no secret); a default=str
+        # cell is text redact_objs did not see: the text goes through redaction then
+        self.log_files(run_id, {artifact_file: text}, redacted=_plain_json(data))
         tables = self._tables.setdefault(run_id, [])
         if artifact_file not in tables:
             tables.append(artifact_file)
@@ -273,6 +277,24 @@ class MlflowTracker:
             [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
             max_results=5000,
         ))
+
+
+def _plain_json(value: Any) -> bool:
+    """True when ``value`` is made of JSON's own types only (str, int, float, bool, None, list, dict)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        kind = type(v)
+        if kind is list:
+            stack.extend(v)
+        elif kind is dict:
+            stack.extend(v.values())
+        elif kind not in _JSON_SCALARS:
+            return False
+    return True
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _json_value(value: Any) -> Any:

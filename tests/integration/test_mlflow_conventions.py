@@ -64,3 +64,37 @@ def test_case_table_is_the_table_mlflow_log_table_writes(tmp_path, monkeypatch):
     raw = json.loads((tmp_path / "artifacts" / "t" / ours / "artifacts" / "cases_table.json").read_text())
     assert raw["columns"] == ["qid", "answer/f1", "n", "ok", "ids", "error", "extra"]
     assert raw["data"][1][1] is None  # NaN is null: JSON has no NaN
+
+
+def test_case_table_masks_secrets_in_values_and_secret_named_columns(tmp_path, monkeypatch):
+    """The table is written from redacted rows: a registered secret in a value, a secret-named
+    assignment in text and a secret-named column are masked in the file; a clean table is untouched."""
+    import datetime
+    import json
+
+    from ragbench import redact
+    from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+    monkeypatch.setattr(redact, "_secrets", set())
+    monkeypatch.setattr(redact, "_pattern", None)
+    redact.register("sk-table-secret-0123456789")
+    tracker = MlflowTracker(uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_root=str(tmp_path / "artifacts"),
+                            experiment="t")
+    tables = {
+        "value": [{"qid": "a", "error": "401 for key sk-table-secret-0123456789"}],
+        "assignment": [{"qid": "a", "error": "bad request: password=hunter2"}],
+        "column": [{"qid": "a", "api_key": "plain-value-here"}],
+        "object": [{"qid": "a", "when": datetime.date(2026, 1, 1), "note": "token: abc123"}],
+        "clean": [{"qid": "a", "answer": "Lisbon", "n": 2}],
+    }
+    for name, rows in tables.items():
+        run = tracker.start_run(run_name=name, tags={})
+        tracker.log_table(run, rows, "t.json")
+        text = (tmp_path / "artifacts" / "t" / run / "artifacts" / "t.json").read_text()
+        doc = json.loads(text)
+        assert "sk-table-secret" not in text and "hunter2" not in text and "plain-value-here" not in text
+        assert "abc123" not in text
+        if name == "clean":
+            assert doc == {"columns": ["qid", "answer", "n"], "data": [["a", "Lisbon", 2]]}
+        else:
+            assert redact.MASK in text, name

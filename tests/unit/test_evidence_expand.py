@@ -248,3 +248,21 @@ def test_hit_units_is_covers_for_every_hit_and_evidence_item():
     want = [[f"ev{i}" for i, a in enumerate(emap.anchors) if a and covers(TREE, h.chunk_id, a)] for h in hits]
     assert hit_units(TREE, emap, hits) == want
     assert max(map(len, want)) == 3 and min(map(len, want)) == 1  # the document covers all three matched items
+
+
+def test_a_kept_coverage_gives_the_scores_of_a_fresh_one_across_jobs():
+    """The jobs of a sweep share one Coverage per query: the same hits at the same cut-offs take the
+    ranking's scores computed once, other cut-offs and hits are computed, and every value equals the one
+    a fresh computation gives; at most RANKINGS_KEPT rankings are kept per query."""
+    from ragbench.evidence import RANKINGS_KEPT, Coverage
+
+    emap = EvidenceMatcher(TREE).match(q(Evidence(ref="D1:1"), Evidence(ref="D2:1")))
+    cov = Coverage(TREE, emap)
+    ids = list(TREE.chunks)
+    jobs = [([ids[5], ids[1], ids[7]], [1, 3, 5], 3), ([ids[5], ids[1], ids[7]], [1, 3, 5], 5),
+            ([ids[5], ids[1], ids[7], ids[2]], [1, 3, 5, 10], 10), ([ids[0]], [1, 3, 5], 3),
+            ([ids[5], ids[1], ids[7]], [1, 3, 5], 3)]
+    for ranked, ks, topk in jobs * 2:
+        hits = [Hit(c, 1.0 - i / 10, i + 1) for i, c in enumerate(ranked)]
+        assert retrieval_scores(TREE, emap, hits, ks, topk, cov) == retrieval_scores(TREE, emap, hits, ks, topk)
+    assert len(cov._ranking) <= RANKINGS_KEPT
