@@ -1,5 +1,6 @@
 """``python -m ragbench.verify RUN_ID``: recompute a run's retrieval, context and answer metrics from its
-own artifacts (``cases.jsonl``) and compare them with what the run logged.
+own artifacts (``cases.jsonl``) and compare them with what the run logged, and check that the compact
+``case_scores.json`` (what ``ragbench.compare`` reads) holds the numbers of ``cases.jsonl``.
 
 Per case it recomputes, from the case record alone, every retrieval metric (ranked ids + qrels + the
 evidence units each hit covers), the context metrics (context texts + their dataset ids), the lexical
@@ -162,6 +163,33 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
     return report
 
 
+def check_scores_document(rows: Sequence[Mapping[str, Any]], doc: Any, report: Report) -> None:
+    """``case_scores.json`` (what ``ragbench.compare`` reads) against the scores document of ``cases.jsonl``:
+    every column and every value the same, else one mismatch line per column that differs."""
+    from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
+
+    want = json.loads(json.dumps(scores_document(rows), ensure_ascii=False))
+    if not isinstance(doc, dict) or doc.get("format") != want["format"]:
+        report.mismatches.append(f"{SCORES_ARTIFACT}: not a {want['format']} document")
+        return
+    for column in ("qid", "question_type", "status", "taxonomy"):
+        report.compared += 1
+        if doc.get(column) != want[column]:
+            report.mismatches.append(f"{SCORES_ARTIFACT}: column {column!r} differs from cases.jsonl")
+    fields: dict[str, Any] = doc["fields"] if isinstance(doc.get("fields"), dict) else {}
+    for key in sorted(set(want["fields"]) | set(fields)):
+        got, expected = fields.get(key), want["fields"].get(key)
+        report.compared += len(expected or got or ())
+        if got is None or expected is None or len(got) != len(expected):
+            report.mismatches.append(f"{SCORES_ARTIFACT}: field {key!r} is "
+                                     f"{'missing' if got is None else 'not in cases.jsonl' if expected is None else 'of another length'}")
+            continue
+        differ = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
+        if differ:
+            report.mismatches.append(f"{SCORES_ARTIFACT}: field {key!r} differs from cases.jsonl in {len(differ)} "
+                                     f"of {len(expected)} cases (first: {want['qid'][differ[0]]})")
+
+
 def default_tracking_uri() -> str:
     """The ``tracking.uri`` jobs use by default (conf/tracking/mlflow.yaml), relative to the cwd."""
     from ragbench.tracking.store import tracking_defaults
@@ -169,8 +197,10 @@ def default_tracking_uri() -> str:
     return tracking_defaults()[0]
 
 
-def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None]:
-    """The run's case rows, logged metrics and top-k (its ``retrieval.topk`` param)."""
+def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any]:
+    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param) and its parsed
+    ``case_scores.json`` (None for a run logged before it existed)."""
+    from ragbench.compare.runcases import SCORES_ARTIFACT
     from ragbench.tracking.store import sqlite_path
 
     db = sqlite_path(uri)
@@ -185,6 +215,10 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
         with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
             path = client.download_artifacts(cases_run_id(run), CASES_ARTIFACT, tmp)
             text = Path(path).read_text(encoding="utf-8")
+            scores_text = None
+            if SCORES_ARTIFACT in {f.path for f in client.list_artifacts(cases_run_id(run))}:
+                scores_text = Path(client.download_artifacts(cases_run_id(run), SCORES_ARTIFACT, tmp)).read_text(
+                    encoding="utf-8")
     except (MlflowException, OSError) as exc:
         raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "
                          "ragbench job (and --tracking-uri if it is not the default store)") from None
@@ -192,7 +226,11 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
     if not rows:
         raise UsageError(f"run {run_id}: cases.jsonl holds no case")
     topk = run.data.params.get("retrieval.topk")
-    return rows, dict(run.data.metrics), int(topk) if topk and str(topk).isdigit() else None
+    try:
+        doc = None if scores_text is None else json.loads(scores_text)
+    except json.JSONDecodeError:
+        doc = "not JSON"  # reported as a mismatch: not a case-scores document
+    return rows, dict(run.data.metrics), int(topk) if topk and str(topk).isdigit() else None, doc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -205,8 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     try:
-        rows, logged, topk = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        rows, logged, topk, scores_doc = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
         report = verify_rows(rows, logged, topk)
+        if scores_doc is not None:
+            check_scores_document(rows, scores_doc, report)
     except UsageError as exc:
         print(f"ragbench.verify: {exc}", file=sys.stderr)
         return 2
