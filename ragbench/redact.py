@@ -154,14 +154,27 @@ def redact_obj(obj: Any) -> Any:
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
-def redact_objs(objs: Sequence[Any]) -> list[Any]:
-    """``[redact_obj(o) for o in objs]`` (a logged table's rows), with one check over all their strings
-    first: a secret or secret-named assignment inside one string is inside their joined text too, so where
-    the joined text holds none, no key is secret-named and nothing is a tuple (which ``redact_obj`` turns
-    into a list), every object comes back as it is. Keys are in that text too: where it is clean, their
-    JSON (strings and numbers) holds no secret either, and a file of it needs no second pass."""
+def redact_objs(objs: Sequence[Any]) -> tuple[list[Any], bool]:
+    """``[redact_obj(o) for o in objs]`` (a logged table's rows), and whether every value in them is of
+    JSON's own types (str, int, float, bool, None, list, dict with str keys). Those are checked in one pass
+    over all their strings and keys first: a secret or secret-named assignment inside one string is inside
+    their joined text too, so where that text holds none and no key is secret-named, every object comes
+    back as it is -- and JSON written from them (strings and numbers) holds no secret either, so a file
+    of it needs no second pass. Anything else (a tuple, which ``redact_obj`` turns into a list, a
+    Mapping subclass, another type) takes ``redact_obj`` value by value."""
+    found = json_strings(objs)
+    if found is None:
+        return [redact_obj(o) for o in objs], False
+    joined = "\n".join(found[0])
+    if any(is_secret_key(k) for k in found[1]) or mask_secrets(joined) != joined or _has_keyword(joined):
+        return [redact_obj(o) for o in objs], True
+    return list(objs), True
+
+
+def json_strings(objs: Sequence[Any]) -> tuple[list[str], set[str]] | None:
+    """(every string, every key) of values made of JSON's own types only, else None."""
     strings: list[str] = []
-    keys: set[Any] = set()
+    keys: set[str] = set()
     stack = list(objs)
     while stack:
         obj = stack.pop()
@@ -169,23 +182,17 @@ def redact_objs(objs: Sequence[Any]) -> list[Any]:
         if kind is str:
             strings.append(obj)
         elif kind is dict:
+            if not all(type(k) is str for k in obj):
+                return None
             keys.update(obj)
-            strings.extend(k for k in obj if type(k) is str)  # a key's text is checked as its values are
+            strings.extend(obj)  # a key's text is checked as its values are
             stack.extend(obj.values())
         elif kind is list:
             stack.extend(obj)
-        elif kind in _SCALARS:
-            continue
-        elif isinstance(obj, str):
-            strings.append(obj)
-        elif isinstance(obj, tuple | Mapping):  # redact_obj returns these as a list and a dict
-            return [redact_obj(o) for o in objs]
-        elif isinstance(obj, list):
-            stack.extend(obj)
-    joined = "\n".join(strings)
-    if any(is_secret_key(str(k)) for k in keys) or mask_secrets(joined) != joined or _has_keyword(joined):
-        return [redact_obj(o) for o in objs]
-    return list(objs)
+        elif kind not in _SCALARS:
+            return None
+    return strings, keys
+
 
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Registers the values of environment variables named like a secret (OPENAI_API_KEY, HF_TOKEN, ...)."""

@@ -226,13 +226,13 @@ class MlflowTracker:
         null where a row lacks a column or holds NaN -- and the ``mlflow.loggedArtifacts`` tag that lists
         it, without a DataFrame, an artifact listing and a run read per table (~0.2 s a job). Numbers keep
         every digit (pandas rounds to 10)."""
-        safe = redact_objs([dict(r) for r in rows])
+        safe, plain = redact_objs([dict(r) for r in rows])
         columns = list(dict.fromkeys(k for r in safe for k in r))
         data = [[_json_value(r.get(c)) for c in columns] for r in safe]
         text = json.dumps({"columns": columns, "data": data}, default=str, ensure_ascii=False, allow_nan=False)
-        # redact_objs checked every string and key the text holds (numbers hold no secret); a default=str
-        # cell is text redact_objs did not see: the text goes through redaction then
-        self.log_files(run_id, {artifact_file: text}, redacted=_plain_json(data))
+        # plain JSON: redact_objs checked every string and key the text holds (numbers hold no secret);
+        # otherwise a default=str cell is text it did not see, and the text goes through redaction
+        self.log_files(run_id, {artifact_file: text}, redacted=plain)
         tables = self._tables.setdefault(run_id, [])
         if artifact_file not in tables:
             tables.append(artifact_file)
@@ -277,24 +277,6 @@ class MlflowTracker:
             [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
             max_results=5000,
         ))
-
-
-def _plain_json(value: Any) -> bool:
-    """True when ``value`` is made of JSON's own types only (str, int, float, bool, None, list, dict)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        kind = type(v)
-        if kind is list:
-            stack.extend(v)
-        elif kind is dict:
-            stack.extend(v.values())
-        elif kind not in _JSON_SCALARS:
-            return False
-    return True
-
-
-_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _json_value(value: Any) -> Any:
