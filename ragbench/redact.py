@@ -155,20 +155,20 @@ _SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def redact_objs(objs: Sequence[Any]) -> tuple[list[Any], bool]:
-    """``[redact_obj(o) for o in objs]`` (a logged table's rows), and whether every value in them is of
-    JSON's own types (str, int, float, bool, None, list, dict with str keys). Those are checked in one pass
-    over all their strings and keys first: a secret or secret-named assignment inside one string is inside
-    their joined text too, so where that text holds none and no key is secret-named, every object comes
-    back as it is -- and JSON written from them (strings and numbers) holds no secret either, so a file
-    of it needs no second pass. Anything else (a tuple, which ``redact_obj`` turns into a list, a
-    Mapping subclass, another type) takes ``redact_obj`` value by value."""
+    """``[redact_obj(o) for o in objs]`` (a logged table's rows), and whether they came back untouched.
+    Values of JSON's own types only (str, int, float, bool, None, list, dict with str keys) are checked in
+    one pass over all their strings and keys first: a secret or secret-named assignment inside one string
+    is inside their joined text too, so where that text holds none and no key is secret-named, every
+    object comes back as it is (True) -- and JSON written from them holds no secret either, so a file of
+    it needs no second pass. Otherwise (something to mask, a tuple, which ``redact_obj`` turns into a
+    list, a Mapping subclass, another type) ``redact_obj`` runs value by value (False: keys are not
+    masked there, so text written from the result goes through ``redact`` too)."""
     found = json_strings(objs)
-    if found is None:
-        return [redact_obj(o) for o in objs], False
-    joined = "\n".join(found[0])
-    if any(is_secret_key(k) for k in found[1]) or mask_secrets(joined) != joined or _has_keyword(joined):
-        return [redact_obj(o) for o in objs], True
-    return list(objs), True
+    if found is not None:
+        joined = "\n".join(found[0])
+        if not (any(is_secret_key(k) for k in found[1]) or mask_secrets(joined) != joined or _has_keyword(joined)):
+            return list(objs), True
+    return [redact_obj(o) for o in objs], False
 
 
 def json_strings(objs: Sequence[Any]) -> tuple[list[str], set[str]] | None:

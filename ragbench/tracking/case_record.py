@@ -13,12 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ragbench.evidence import (
-    Coverage,
-    EvidenceMap,
-    context_has_evidence,
-    hit_units,
-)
+from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units
 from ragbench.judge.context import context_refs, openviking_evidence
 from ragbench.judge.retrieval import metric_ks
 from ragbench.types import CaseResult, ChunkTree

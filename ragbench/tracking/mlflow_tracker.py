@@ -226,13 +226,13 @@ class MlflowTracker:
         null where a row lacks a column or holds NaN -- and the ``mlflow.loggedArtifacts`` tag that lists
         it, without a DataFrame, an artifact listing and a run read per table (~0.2 s a job). Numbers keep
         every digit (pandas rounds to 10)."""
-        safe, plain = redact_objs([dict(r) for r in rows])
+        safe, untouched = redact_objs([dict(r) for r in rows])
         columns = list(dict.fromkeys(k for r in safe for k in r))
         data = [[_json_value(r.get(c)) for c in columns] for r in safe]
         text = json.dumps({"columns": columns, "data": data}, default=str, ensure_ascii=False, allow_nan=False)
-        # plain JSON: redact_objs checked every string and key the text holds (numbers hold no secret);
-        # otherwise a default=str cell is text it did not see, and the text goes through redaction
-        self.log_files(run_id, {artifact_file: text}, redacted=plain)
+        # untouched: plain JSON whose every string and key redact_objs checked (numbers hold no secret);
+        # otherwise (a cell written by default=str, a key) the text goes through redaction as well
+        self.log_files(run_id, {artifact_file: text}, redacted=untouched)
         tables = self._tables.setdefault(run_id, [])
         if artifact_file not in tables:
             tables.append(artifact_file)

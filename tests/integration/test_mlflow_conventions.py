@@ -85,6 +85,7 @@ def test_case_table_masks_secrets_in_values_and_secret_named_columns(tmp_path, m
         "assignment": [{"qid": "a", "error": "bad request: password=hunter2"}],
         "column": [{"qid": "a", "api_key": "plain-value-here"}],
         "object": [{"qid": "a", "when": datetime.date(2026, 1, 1), "note": "token: abc123"}],
+        "key": [{"qid": "a", "by sk-table-secret-0123456789": "v"}],  # a column name holding a secret
         "clean": [{"qid": "a", "answer": "Lisbon", "n": 2}],
     }
     for name, rows in tables.items():

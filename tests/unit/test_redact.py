@@ -195,6 +195,7 @@ def test_redact_objs_is_redact_obj_of_each(monkeypatch: pytest.MonkeyPatch) -> N
     ]
     for rows in tables:
         assert r.redact_objs(rows)[0] == [r.redact_obj(row) for row in rows], rows
-    safe, plain = r.redact_objs(clean)
-    assert safe[0] is clean[0] and plain  # nothing to mask: the rows themselves, all of JSON's own types
-    assert not r.redact_objs(tables[4])[1] and not r.redact_objs([{1: "x"}])[1]  # a tuple, a non-str key
+    safe, untouched = r.redact_objs(clean)
+    assert safe[0] is clean[0] and untouched  # nothing to mask: the rows themselves, all of JSON's own types
+    assert not any(r.redact_objs(rows)[1] for rows in tables[1:7])  # masked, a tuple, an OrderedDict
+    assert not r.redact_objs([{1: "x"}])[1]  # a non-str key
