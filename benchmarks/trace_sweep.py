@@ -35,6 +35,11 @@ TIMED = [
     ("ragbench.tracking.sweep", "MlflowSweepCallback.on_multirun_start"),
     ("ragbench.tracking.sweep", "MlflowSweepCallback.on_multirun_end"),
     ("hydra._internal.config_loader_impl", "ConfigLoaderImpl.load_configuration"),
+    ("ragbench.lifecycle", "settle"),
+    ("ragbench.compare.analysis", "log_sweep_report"),
+    ("ragbench.compare.analysis", "analyse"),
+    ("ragbench.compare.select", "load_cases"),
+    ("ragbench.compare.plots", "write_plots"),
 ]
 
 

@@ -13,6 +13,12 @@ on every way out::
     Ctrl-C, SIGTERM (Interrupted)      KILLED     re-raised: ``__main__`` closes the sweep run and
                                                   exits 128 + signal number (``interrupted``)
 
+A job's case files are written by a forked child (``ragbench.tracking.background``); its run ends once they
+are uploaded. In a sweep whose jobs run in this process (the basic launcher) a FINISHED job's run waits
+open for them while the next job runs: ``settle()`` ends it when the next job logs its result (or starts,
+if it is the same job), before the sweep's table, and on every way out. If writing them fails, the run ends FAILED (tag ``ragbench.error``)
+and the sweep exits 1.
+
 Only the standard library is imported at module level: ``__main__`` installs the signal handlers
 from here before Hydra starts.
 """
@@ -48,10 +54,28 @@ def install_signal_handlers() -> None:
     signals.install_handlers()
 
 
+_SETTLING: list[JobRun] = []  # FINISHED jobs of this process whose case files are still being written
+
+
+def settling() -> bool:
+    """Whether a job's run is still open for its case files."""
+    return bool(_SETTLING)
+
+
+def settle(*, interrupted: bool = False) -> None:
+    """Ends the runs left open for their case files (see the module docstring), oldest first: uploaded and
+    FINISHED, or FAILED when writing them failed. After an interrupt a child still writing is stopped and
+    its run ends KILLED (a rerun runs the job again)."""
+    while _SETTLING:
+        _SETTLING[0].close(interrupted=interrupted)  # idempotent: an interrupt in it leaves the job listed
+        _SETTLING.pop(0)
+
+
 def interrupted(exc: KeyboardInterrupt) -> int:
     """After an interrupt reached the top: the sweep's parent run ends KILLED (each job's run already
     did, in ``JobRun``), one line is printed; returns the exit code, 128 + the signal number."""
     signals.ignore()  # a second signal must not cut the closing short
+    settle(interrupted=True)
     sweep = sys.modules.get("ragbench.tracking.sweep")
     if sweep is not None:
         sweep.close_open_parents("KILLED")
@@ -114,12 +138,16 @@ class JobRun:
         self.objective: float | None = None
         self._components: Components | None = None
         self._params: dict[str, Any] = {}
+        self._staged: Any = None  # the job's case files (ragbench.tracking.background.StagedFiles)
+        self._ended = False
 
     # ------------------------------------------------------------------ the life
     def run(self, work: Work, built: Components | RagbenchError) -> float | None:
         """Runs ``work`` unless an earlier run of the same job is reused; returns the objective."""
         from ragbench.tracking.job_log import flatten
 
+        if any(job.jhash == self.jhash for job in _SETTLING):
+            settle()  # the same job, still open for its case files: FINISHED first, so resume reuses it
         previous = self._open(built)
         if previous is not None:
             try:
@@ -199,8 +227,13 @@ class JobRun:
         (failure rate, budget) keeps the logged scores."""
         from omegaconf import OmegaConf
 
-        from ragbench.tracking.job_log import log_job
+        from ragbench.tracking.background import StagedFiles
+        from ragbench.tracking.job_log import case_files, log_job
 
+        settle()  # the previous job's files were written while this job ran; at most one child at a time
+        # the case files first: a forked child writes them while the rest is logged (and the next job runs)
+        self._staged = StagedFiles(lambda: case_files(result, topk),
+                                   fork=getattr(self.tracker, "background_artifacts", False))
         with self.tracker.batched(self._id):  # tags, metrics and curves in as few store writes as fit
             log_job(self.tracker, self._id, result, resolved_cfg=self.resolved,
                     config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True), topk=topk, extra_tags=extra_tags)
@@ -215,6 +248,9 @@ class JobRun:
         """Ends the run with its status; returns True where the failure is recorded and the sweep goes on."""
         if self.run_id is None:
             return False
+        if exc is None and self._staged is not None and self._settles_later():
+            _SETTLING.append(self)  # FINISHED once its case files are uploaded: settle()
+            return False
         handled = False
         try:
             if isinstance(exc, KeyboardInterrupt):
@@ -227,7 +263,9 @@ class JobRun:
                 self._record_failure(exc)
                 handled = True
         finally:
-            self.tracker.end_run(self.run_id, self.status)
+            failure = self.close(interrupted=isinstance(exc, KeyboardInterrupt))
+        if exc is None and failure is not None:  # the job succeeded; writing its case files did not
+            exc, handled = failure, True
         if not handled:
             return False  # success, an interrupt, or SystemExit: on its way as it came
         if self.multirun:
@@ -235,7 +273,49 @@ class JobRun:
             return True
         if isinstance(exc, RagbenchError | JobStopped):
             sys.exit(1)
+        if failure is not None:
+            raise failure
         return False  # a bug in a single run: the traceback
+
+    def _settles_later(self) -> bool:
+        """Whether this job's run may stay open for its case files after the job: only in a sweep whose
+        callback runs in this process (it settles before its table; jobs in launcher workers do not)."""
+        from ragbench.tracking.sweep import in_this_process
+
+        return self.multirun and self.parent is not None and in_this_process(self.parent)
+
+    def close(self, *, interrupted: bool = False) -> Exception | None:
+        """Uploads the job's case files, then ends its run with its status (once). Returns the error when
+        writing them failed: the run then ends FAILED with tag ``ragbench.error``. After an interrupt, a
+        child still writing is stopped and the run ends KILLED."""
+        if self._ended or self.run_id is None:
+            return None
+        staged, failure = self._staged, None
+        try:
+            if staged is not None:
+                if interrupted and not staged.cancel():
+                    self.status = "KILLED"
+                else:
+                    staged.wait()
+                    from ragbench.tracking.job_log import CASE_TABLE
+
+                    self.tracker.log_folder(self.run_id, staged.folder, tables=[CASE_TABLE])
+        except Exception as exc:  # noqa: BLE001 - the job's failure, recorded on its run
+            if self.status == "FINISHED":
+                self.status, failure = "FAILED", exc
+                self._record_failure(exc)
+            else:
+                log.warning("the case files of the %s run %s were not logged: %s", self.status, self.run_id, exc)
+        except BaseException:  # an interrupt while the files were awaited: not FINISHED without them
+            self.status = "KILLED"
+            raise
+        finally:
+            if staged is not None:
+                staged.discard()
+            self._staged = None
+            self.tracker.end_run(self.run_id, self.status)
+            self._ended = True
+        return failure
 
     def _record_failure(self, exc: BaseException) -> None:
         """The error as a tag, answer scores 0 if none were logged; the status stays (FAILED, or FINISHED

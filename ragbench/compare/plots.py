@@ -11,17 +11,25 @@ import numpy as np
 from ragbench.compare import stats
 from ragbench.compare.comparison import ALL, Comparison, Record
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
+from ragbench.gc_tuning import long_lived
 
 COST_METRICS = ("context/tokens", "latency/", "tokens/", "cost/")
 
 
 def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (its import is ~0.7 s: ``prepare`` may do it ahead)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def prepare() -> None:
+    """Imports what the plots draw with, ahead of them (while the sweep's last case files are written)."""
+    with long_lived():  # matplotlib's modules stay for the process
+        _pyplot()
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:

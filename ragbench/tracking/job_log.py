@@ -14,9 +14,10 @@ from ragbench import __version__
 from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
 from ragbench.components import JobResult
 from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
+from ragbench.redact import redact as redact_text
 from ragbench.trace import gold_path_tags
 from ragbench.tracking.case_record import CASES_ARTIFACT, case_record
-from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps
+from ragbench.tracking.mlflow_tracker import MlflowTracker, dumps, table_json
 from ragbench.types import CaseResult
 
 
@@ -88,9 +89,29 @@ def case_row(case: CaseResult, topk: int) -> dict[str, Any]:
     return row
 
 
+CASE_TABLE = "cases_table.json"
+CASE_FILES = (CASES_ARTIFACT, SCORES_ARTIFACT, CASE_TABLE)  # what case_files writes; CASE_TABLE is an MLflow table
+
+
+def case_files(result: JobResult, topk: int) -> dict[str, str]:
+    """The job's per-case artifacts, redacted: every case record (``cases.jsonl``), their scores in columns
+    (``case_scores.json``) and the case table. Pure: ``ragbench.tracking.background`` runs it in a child."""
+    ev = result.evalset
+    rows = [case_row(c, topk) for c in result.cases]
+    records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk,
+                                     coverage=result.coverage.get(c.query.qid))}
+               for row, c in zip(rows, result.cases, strict=True)]
+    jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in records)
+    scores = json.dumps(scores_document(records), ensure_ascii=False, separators=(",", ":"))
+    table = table_json([{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
+                         for k, v in r.items()} for r in rows])
+    return {CASES_ARTIFACT: redact_text(jsonl), SCORES_ARTIFACT: redact_text(scores), CASE_TABLE: table}
+
+
 def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_cfg: Mapping[str, Any],
             config_yaml: str, topk: int, extra_tags: Mapping[str, str]) -> dict[str, Any]:
-    """Logs everything about a finished job; returns the summary that was logged."""
+    """Logs a finished job's params, tags, metrics, config, summary and dataset input; returns the summary.
+    Its case files are ``case_files``' (``JobRun.log_result`` stages them)."""
     ev = result.evalset
     tags = {
         "ragbench.dataset_sha256": result.fingerprints["dataset_sha256"],
@@ -109,22 +130,12 @@ def log_job(tracker: MlflowTracker, run_id: str, result: JobResult, *, resolved_
     _, curves = at_k_views(result.metrics, topk)
     tracker.log_metrics(run_id, metrics)
     tracker.log_curves(run_id, curves)
-    rows = [case_row(c, topk) for c in result.cases]
-    records = [{**row, **case_record(c, result.tree, result.evidence.get(c.query.qid), dataset=ev.name, topk=topk,
-                                     coverage=result.coverage.get(c.query.qid))}
-               for row, c in zip(rows, result.cases, strict=True)]
     summary = {
         "dataset": ev.name, "variant": ev.variant, "fingerprints": dict(result.fingerprints),
         "counts": dict(result.counts), "timings": dict(result.timings), "metrics": metrics,
         "dataset_stats": dict(ev.stats), "queries_by_type": dict(by_type), "files_read": list(ev.files),
     }
-    jsonl = "".join(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) + "\n" for r in records)
-    scores = json.dumps(scores_document(records), ensure_ascii=False, separators=(",", ":"))
-    tracker.log_files(run_id, {"config.yaml": config_yaml, CASES_ARTIFACT: jsonl, SCORES_ARTIFACT: scores,
-                               "summary.json": dumps(summary)})
-    tracker.log_table(run_id, [{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
-                                for k, v in r.items()} for r in rows],
-                      "cases_table.json")
+    tracker.log_files(run_id, {"config.yaml": config_yaml, "summary.json": dumps(summary)})
     tracker.log_dataset(
         run_id, name=f"{ev.name}-{ev.variant}", digest=result.fingerprints["dataset_sha256"],
         source=ev.root or ev.name,

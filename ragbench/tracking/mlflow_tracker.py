@@ -66,12 +66,13 @@ class MlflowTracker:
     sweep callback never step on each other's state."""
 
     def __init__(self, *, uri: str = "sqlite:///mlruns/mlflow.db", artifact_root: str = "mlruns/artifacts",
-                 experiment: str = "ragbench") -> None:
+                 experiment: str = "ragbench", background_artifacts: bool = True) -> None:
         if not uri:
             raise ConfigError("tracking.uri is empty; use e.g. sqlite:///mlruns/mlflow.db or http://host:5000")
         self.uri = uri
         self.artifact_root = artifact_root
         self.experiment = experiment
+        self.background_artifacts = bool(background_artifacts)  # case files by a forked child (tracking.background)
         self._client: Any = None
         self._pending: dict[str, tuple[list[Any], list[Any], list[Any]]] = {}  # see batched()
         self._tables: dict[str, list[str]] = {}  # run id -> the tables logged to it (log_table)
@@ -222,20 +223,21 @@ class MlflowTracker:
 
     def log_table(self, run_id: str, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (shown in the UI's artifact view and the evaluation tab): the file
-        ``MlflowClient.log_table`` writes -- pandas' ``orient="split"`` JSON, columns in first-seen order,
-        null where a row lacks a column or holds NaN -- and the ``mlflow.loggedArtifacts`` tag that lists
-        it, without a DataFrame, an artifact listing and a run read per table (~0.2 s a job). Numbers keep
-        every digit (pandas rounds to 10)."""
-        safe, untouched = redact_objs([dict(r) for r in rows])
-        columns = list(dict.fromkeys(k for r in safe for k in r))
-        data = [[_json_value(r.get(c)) for c in columns] for r in safe]
-        text = json.dumps({"columns": columns, "data": data}, default=str, ensure_ascii=False, allow_nan=False)
-        # untouched: plain JSON whose every string and key redact_objs checked (numbers hold no secret);
-        # otherwise (a cell written by default=str, a key) the text goes through redaction as well
-        self.log_files(run_id, {artifact_file: text}, redacted=untouched)
+        ``table_json`` writes and the ``mlflow.loggedArtifacts`` tag that lists it."""
+        self.log_files(run_id, {artifact_file: table_json(rows)}, redacted=True)
+        self._list_tables(run_id, [artifact_file])
+
+    def log_folder(self, run_id: str, folder: Path, *, tables: Sequence[str] = ()) -> None:
+        """Uploads a folder of finished artifact files as they are (``ragbench.tracking.background``: written
+        from redacted values); ``tables`` are those of them that are MLflow tables (``table_json``)."""
+        self.client.log_artifacts(run_id, str(folder))
+        if tables:
+            self._list_tables(run_id, tables)
+
+    def _list_tables(self, run_id: str, names: Sequence[str]) -> None:
+        """The ``mlflow.loggedArtifacts`` tag with every table logged to the run (the UI's "View as table")."""
         tables = self._tables.setdefault(run_id, [])
-        if artifact_file not in tables:
-            tables.append(artifact_file)
+        tables.extend(n for n in names if n not in tables)
         self.set_tags(run_id, {LOGGED_ARTIFACTS: json.dumps([{"path": t, "type": "table"} for t in tables])})
 
     def log_dataset(self, run_id: str, *, name: str, digest: str, source: str,
@@ -277,6 +279,19 @@ class MlflowTracker:
             [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
             max_results=5000,
         ))
+
+
+def table_json(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as the file ``MlflowClient.log_table`` writes -- pandas' ``orient="split"`` JSON, columns in
+    first-seen order, null where a row lacks a column or holds NaN -- without a DataFrame, an artifact
+    listing and a run read per table (~0.2 s a job); redacted. Numbers keep every digit (pandas rounds to 10)."""
+    safe, untouched = redact_objs([dict(r) for r in rows])
+    columns = list(dict.fromkeys(k for r in safe for k in r))
+    data = [[_json_value(r.get(c)) for c in columns] for r in safe]
+    text = json.dumps({"columns": columns, "data": data}, default=str, ensure_ascii=False, allow_nan=False)
+    # untouched: plain JSON whose every string and key redact_objs checked (numbers hold no secret);
+    # otherwise (a cell written by default=str, a key) the text goes through redaction as well
+    return text if untouched else redact_text(text)
 
 
 def _json_value(value: Any) -> Any:

@@ -28,7 +28,14 @@ _OPEN: dict[str, Any] = {}  # parent run id -> tracker, closed on every exit pat
 
 
 def close_open_parents(status: str) -> None:
-    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit)."""
+    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit),
+    after the job runs still open for their case files (``ragbench.lifecycle.settle``)."""
+    from ragbench.lifecycle import settle
+
+    try:
+        settle(interrupted=status == "KILLED")
+    except Exception as exc:  # noqa: BLE001 - the parents are closed all the same
+        log.warning("could not close the last job's run: %s", exc)
     for run_id, tracker in list(_OPEN.items()):
         _OPEN.pop(run_id, None)
         try:
@@ -83,6 +90,11 @@ def parent_run_id(sweep_dir: str | Path) -> str | None:
         return _PARENTS[key]
     p = Path(sweep_dir) / PARENT_FILE
     return p.read_text().strip() if p.exists() else None
+
+
+def in_this_process(parent: str) -> bool:
+    """Whether ``parent`` is a sweep whose callback runs in this process (the basic launcher's jobs)."""
+    return parent in _PARENTS.values()
 
 
 def split_overrides(text: str) -> list[str]:
@@ -217,6 +229,13 @@ class MlflowSweepCallback(Callback):
         redact.redact_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         if self._run_id is None:
             return
+        from ragbench.lifecycle import settle, settling
+
+        if self.compare_report and settling():  # the report's slowest import, beside the last job's writer
+            from ragbench.compare.plots import prepare
+
+            prepare()
+        settle()  # the last job's run is FINISHED (or FAILED) once its case files are in
         children = self._tracker.search_children(self._run_id)
         rows = []
         varying: dict[str, set[str]] = {}
