@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ragbench import signals
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.signals import Interrupted  # noqa: F401 - re-exported (tests, callers)
+from ragbench.tracking.run_tags import component_params, component_tags, start_tags  # noqa: F401 - component_tags: re-exported
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -331,42 +332,3 @@ class JobRun:
                 log.error("%s", exc)
             else:
                 log.error("job failed", exc_info=exc)
-
-
-def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
-    """The run's tags known before the pipeline runs: models, stages, environment, routing."""
-    from ragbench.routing import routing_tag
-    from ragbench.tracking.environment import environment_tags
-
-    return {
-        "ragbench.generator": components.generator.identity if components.generator else "none",
-        "ragbench.stages": str(cfg.get("stages", "all")),
-        "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-        **component_tags(components), **environment_tags(), **routing_tag(components.routes),
-    }
-
-
-def _logged(components: Components) -> list[Any]:
-    return [components.generator, *components.judges.values()]
-
-
-def component_params(components: Components) -> dict[str, Any]:
-    """What the config does not show: prompt and rubric file hashes of the generator and judges."""
-    from ragbench.protocols import LoggedParams
-
-    out: dict[str, Any] = {}
-    for comp in _logged(components):
-        if isinstance(comp, LoggedParams):
-            out.update(comp.log_params())
-    return out
-
-
-def component_tags(components: Components) -> dict[str, str]:
-    """Run tags the generator and judges add (``LoggedTags``)."""
-    from ragbench.protocols import LoggedTags
-
-    out: dict[str, str] = {}
-    for comp in _logged(components):
-        if isinstance(comp, LoggedTags):
-            out.update({str(k): str(v) for k, v in comp.log_tags().items()})
-    return out

@@ -5,8 +5,9 @@ JSON encoding and the secret scan of ~14 MB on full LoCoMo, ~0.7 s of one core a
 core idles (a cached sweep job is single-threaded Python). ``StagedFiles`` runs that function in a
 ``fork()`` child, which sees the job's result without a copy or a pickle, and writes the files into a
 staging folder; the process uploads the folder when the files are needed (``wait()``). In a sweep run
-by the basic launcher that is when the next job starts (``ragbench.lifecycle``), so the files of job
-``n`` are written while job ``n + 1`` runs.
+by the basic launcher that is when the next job logs its result (``ragbench.lifecycle``), so the files
+of job ``n`` are written while job ``n + 1`` runs. ``Child`` is the fork itself: one function run in a child,
+its bytes (or what went wrong) back through a pipe.
 
 What makes the fork safe: the child runs only pure Python (the serializers and ``ragbench.redact``) and
 writes only into the staging folder. It never touches the MLflow store, torch, a logging handler or
@@ -41,6 +42,82 @@ _CHILD_ERROR = 70  # the child's exit status after an exception (its message com
 MakeFiles = Callable[[], Mapping[str, str]]
 
 
+class Child:
+    """``work()`` run in a forked child (see the module docstring for what keeps that safe); its bytes
+    come back through a pipe. ``result()`` is them, or None with ``problem`` saying what went wrong."""
+
+    def __init__(self, work: Callable[[], bytes]) -> None:
+        self.problem: str | None = None
+        read, write = os.pipe()
+        try:
+            with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the module docstring
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:  # no memory or process slot for a child: the caller does the work
+            os.close(read)
+            os.close(write)
+            raise
+        if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
+            status = _CHILD_ERROR
+            try:
+                os.close(read)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                gc.disable()
+                out = b"\0" + work()
+                status = 0
+            except BaseException as exc:  # noqa: BLE001 - reported through the pipe; the caller does the work
+                out = b"\1" + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000]
+            try:
+                with os.fdopen(write, "wb") as pipe:
+                    pipe.write(out)
+            except OSError:
+                status = _CHILD_ERROR
+            finally:
+                os._exit(status)
+        os.close(write)
+        self._pid: int | None = pid
+        self._pipe = read
+        self._data: bytes | None = None
+
+    @property
+    def running(self) -> bool:
+        """Not reaped yet."""
+        return self._pid is not None
+
+    def result(self, timeout_s: float = CHILD_TIMEOUT_S) -> bytes | None:
+        """The child's bytes, waiting up to ``timeout_s`` (then it is killed); None when it failed."""
+        if self._pid is not None:
+            self._reap(timeout_s)
+        return self._data
+
+    def _reap(self, timeout_s: float) -> None:
+        assert self._pid is not None
+        pid, pipe, chunks = self._pid, self._pipe, []
+        deadline = time.monotonic() + timeout_s
+        late = False
+        while True:  # the pipe reaches EOF when the child exits (after what it wrote)
+            ready, _, _ = select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                late = True
+                break
+            chunk = os.read(pipe, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+        os.close(pipe)
+        self._pid = None
+        data, code = b"".join(chunks), os.waitstatus_to_exitcode(status)
+        if code == 0 and data[:1] == b"\0" and not late:
+            self._data = data[1:]
+            return
+        how = f"was stopped by signal {-code}" if code < 0 else f"exited with status {code}"
+        said = data[1:].decode("utf-8", "replace") if data[:1] == b"\1" else ""
+        self.problem = how + (f" ({said})" if said else "") + (" (no exit in time)" if late else "")
+
+
 def can_fork() -> bool:
     """Whether files may be written by a forked child on this platform."""
     return hasattr(os, "fork") and sys.platform.startswith("linux")
@@ -53,68 +130,38 @@ class StagedFiles:
     def __init__(self, make: MakeFiles, *, fork: bool) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="ragbench-artifacts-"))
         self._make: MakeFiles | None = make
-        self._pid: int | None = None
-        self._pipe: int | None = None
+        self._child: Child | None = None
         self.complete = False  # every file is in the folder
         if fork and can_fork():
-            self._fork()
-        else:
-            self._write()
+            try:
+                self._child = Child(self._write)
+                return
+            except OSError as exc:  # no memory or process slot for a child
+                log.warning("no background writer for the case artifacts (%s); writing them in this process", exc)
+        self._write()
 
-    # ------------------------------------------------------------------ the child
-    def _write(self) -> None:
+    def _write(self) -> bytes:
         assert self._make is not None
         for name, text in self._make().items():
             path = self.folder / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         self.complete = True
+        return b""
 
-    def _fork(self) -> None:
-        read, write = os.pipe()
-        try:
-            with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the module docstring
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-        except OSError as exc:  # no memory or process slot for a child: the files are written here
-            os.close(read)
-            os.close(write)
-            log.warning("no background writer for the case artifacts (%s); writing them in this process", exc)
-            self._write()
-            return
-        if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
-            status = _CHILD_ERROR
-            try:
-                os.close(read)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                gc.disable()
-                self._write()
-                status = 0
-            except BaseException as exc:  # noqa: BLE001 - reported through the pipe, written again by the parent
-                try:
-                    os.write(write, f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000])
-                except OSError:
-                    pass
-            finally:
-                os._exit(status)
-        os.close(write)
-        self._pid, self._pipe = pid, read
-
-    # ------------------------------------------------------------------ the process
     @property
     def pending(self) -> bool:
         """A child is (or may still be) writing."""
-        return self._pid is not None
+        return self._child is not None and self._child.running
 
     def wait(self, timeout_s: float = CHILD_TIMEOUT_S) -> None:
         """Returns once every file is in ``folder``: the child's, or written here when the child failed
         (the function's own exception then propagates)."""
-        if self._pid is not None:
-            problem = self._reap(timeout_s)
-            self.complete = problem is None
-            if problem is not None:
-                log.warning("the background writer of the case artifacts %s; writing them in this process", problem)
+        if self._child is not None and not self.complete:
+            self.complete = self._child.result(timeout_s) is not None
+            if not self.complete:
+                log.warning("the background writer of the case artifacts %s; writing them in this process",
+                            self._child.problem)
                 shutil.rmtree(self.folder, ignore_errors=True)
                 self.folder.mkdir(parents=True)
                 self._write()
@@ -122,41 +169,13 @@ class StagedFiles:
 
     def cancel(self) -> bool:
         """Stops a child still writing (an interrupt); returns whether the files were complete."""
-        if self._pid is not None:
-            self.complete = self._reap(0.0) is None
+        if self._child is not None and not self.complete:
+            self.complete = self._child.result(0.0) is not None
         self._make = None
         return self.complete
 
     def discard(self) -> None:
         """Removes the staging folder (after the upload, or when the files are not wanted)."""
-        if self._pid is not None:
-            self._reap(0.0)
+        if self._child is not None:
+            self._child.result(0.0)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-    def _reap(self, timeout_s: float) -> str | None:
-        """Waits up to ``timeout_s`` for the child (killed after that); None when it wrote every file,
-        else what went wrong."""
-        assert self._pid is not None and self._pipe is not None
-        pid, pipe = self._pid, self._pipe
-        message = b""
-        deadline = time.monotonic() + timeout_s
-        while True:  # the pipe reaches EOF when the child exits (its message, if any, comes first)
-            left = max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([pipe], [], [], left)
-            if not ready:
-                os.kill(pid, signal.SIGKILL)
-                message += b"(no exit in time)"
-                break
-            chunk = os.read(pipe, 4096)
-            if not chunk:
-                break
-            message += chunk
-        _, status = os.waitpid(pid, 0)
-        os.close(pipe)
-        self._pid = self._pipe = None
-        if os.waitstatus_to_exitcode(status) == 0 and not message:
-            return None
-        code = os.waitstatus_to_exitcode(status)
-        how = f"was stopped by signal {-code}" if code < 0 else f"exited with status {code}"
-        text = message.decode("utf-8", "replace")
-        return f"{how}" + (f" ({text})" if text else "")
