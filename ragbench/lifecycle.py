@@ -12,12 +12,13 @@ on every way out::
                                                   re-raised alone
     Ctrl-C, SIGTERM (Interrupted)      KILLED     re-raised: ``__main__`` closes the sweep run and
                                                   exits 128 + signal number (``interrupted``)
+    case files cannot be written       FAILED     tag ragbench.error, then as the two rows above;
+                                                  a sweep exits 1
 
-A job's case files are written by a forked child (``ragbench.tracking.background``); its run ends once they
-are uploaded. In a sweep whose jobs run in this process (the basic launcher) a FINISHED job's run waits
-open for them while the next job runs: ``settle()`` ends it when the next job logs its result (or starts,
-if it is the same job), before the sweep's table, and on every way out. If writing them fails, the run ends FAILED (tag ``ragbench.error``)
-and the sweep exits 1.
+A job's case files are written by a forked child (``ragbench.tracking.background``); its run ends once
+they are uploaded. In a sweep whose jobs run in this process (the basic launcher) a FINISHED job's run
+stays open for them while the next job runs: ``settle()`` ends it when the next job logs its result (or
+starts, if it is the same job), before the sweep's table, and on every way out.
 
 Only the standard library is imported at module level: ``__main__`` installs the signal handlers
 from here before Hydra starts.
