@@ -165,6 +165,13 @@ def main() -> int:
     sw, sc = (statistics.median(x[i] for x in sweeps) for i in (0, 1))
     print(f"median of {args.runs}: floor {fw:.1f} s wall / {fc:.1f} s CPU; sweep {sw:.1f} s wall / {sc:.1f} s CPU; "
           f"ratio wall {sw / fw:.2f}, CPU {sc / fc:.2f}")
+    # on a shared machine the floor itself moves by 10-15% between runs: the per-run figures show how much
+    ratios = [s[0] / f[0] for f, s in zip(floors, sweeps, strict=True)]
+    added = [s[0] - f[0] for f, s in zip(floors, sweeps, strict=True)]
+    print(f"per run: wall ratio median {statistics.median(ratios):.2f} (from {min(ratios):.2f} to {max(ratios):.2f}); "
+          f"the sweep's seconds over the floor: median {statistics.median(added):.1f} s "
+          f"(from {min(added):.1f} to {max(added):.1f}); the floor from {min(f[0] for f in floors):.1f} s "
+          f"to {max(f[0] for f in floors):.1f} s")
     return 0
 
 
