@@ -34,12 +34,36 @@ import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ragbench import signals
+
 log = logging.getLogger(__name__)
 
 CHILD_TIMEOUT_S = 600.0  # a child still writing after this long is stopped; the process writes the files
 _CHILD_ERROR = 70  # the child's exit status after an exception (its message comes through the pipe)
 
 MakeFiles = Callable[[], Mapping[str, str]]
+
+
+def _child_main(work: Callable[[], bytes], read: int, write: int) -> None:  # pragma: no cover - in the child
+    """The child's whole life: signals to their defaults, ``work()``, its bytes (or error) to the pipe,
+    ``os._exit`` whatever happens (it must never return into the parent's code)."""
+    status = _CHILD_ERROR
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.close(read)
+        gc.disable()
+        try:
+            out = b"\0" + work()
+            status = 0
+        except BaseException as exc:  # noqa: BLE001 - reported through the pipe; the caller does the work
+            out = b"\1" + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000]
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(out)
+    except BaseException:  # noqa: BLE001 - nothing may escape the child
+        status = _CHILD_ERROR
+    finally:
+        os._exit(status)
 
 
 class Child:
@@ -49,33 +73,20 @@ class Child:
     def __init__(self, work: Callable[[], bytes]) -> None:
         self.problem: str | None = None
         read, write = os.pipe()
-        try:
-            with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the module docstring
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-        except OSError:  # no memory or process slot for a child: the caller does the work
-            os.close(read)
-            os.close(write)
-            raise
-        if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
-            status = _CHILD_ERROR
+        # A signal whose handler raises inside fork()'s at-fork hooks (logging's lock release) is printed
+        # as "Exception ignored" and lost: the fork runs with signals held, raised once it is done.
+        with signals.deferred():
             try:
+                with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the docstring
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+            except OSError:  # no memory or process slot for a child: the caller does the work
                 os.close(read)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                gc.disable()
-                out = b"\0" + work()
-                status = 0
-            except BaseException as exc:  # noqa: BLE001 - reported through the pipe; the caller does the work
-                out = b"\1" + f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000]
-            try:
-                with os.fdopen(write, "wb") as pipe:
-                    pipe.write(out)
-            except OSError:
-                status = _CHILD_ERROR
-            finally:
-                os._exit(status)
-        os.close(write)
+                os.close(write)
+                raise
+            if pid == 0:  # pragma: no cover - the child (coverage does not follow it); never returns
+                _child_main(work, read, write)
+            os.close(write)
         self._pid: int | None = pid
         self._pipe = read
         self._data: bytes | None = None

@@ -129,3 +129,31 @@ def test_a_fork_that_fails_writes_at_once(monkeypatch, caplog):
     assert not staged.pending and _folder(staged) == FILES
     assert "Resource temporarily unavailable" in caplog.text
     staged.discard()
+
+
+_SIGNAL_IN_AT_FORK = {"armed": False}
+
+
+def _signal_from_an_at_fork_hook() -> None:
+    if _SIGNAL_IN_AT_FORK["armed"]:
+        _SIGNAL_IN_AT_FORK["armed"] = False
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs inside the hook, where raising is "ignored"
+
+
+os.register_at_fork(after_in_parent=_signal_from_an_at_fork_hook)
+
+
+def test_a_signal_during_the_fork_is_raised_after_it_not_lost():
+    from ragbench import signals
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals.install_handlers()
+    try:
+        _SIGNAL_IN_AT_FORK["armed"] = True
+        with pytest.raises(signals.Interrupted) as raised:
+            background.Child(lambda: b"")
+        assert raised.value.signum == signal.SIGTERM
+    finally:
+        _SIGNAL_IN_AT_FORK["armed"] = False
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
