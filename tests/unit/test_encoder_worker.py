@@ -256,7 +256,8 @@ JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 ], ids=["sweep", "single run", "joblib sweep", "joblib single run", "api embedder", "worker false", "bm25",
         "oracle", "hybrid with dense", "hybrid bm25 only", "no target", "unknown target"])
 def test_when_a_worker_starts(config, multirun, reason, monkeypatch):
-    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # this process's state is not the config's
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # a thread another test left running
     got = worker.why_not(config, multirun=multirun)
     assert got == reason if reason is None else got is not None and got.startswith(reason)
 
@@ -268,6 +269,7 @@ def test_when_a_worker_starts(config, multirun, reason, monkeypatch):
 ])
 def test_no_worker_where_a_fork_is_not_safe(state, reason, monkeypatch):
     monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     if state == "torch":
         monkeypatch.setitem(sys.modules, "torch", object())
     if state == "thread":
