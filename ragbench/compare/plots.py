@@ -190,7 +190,7 @@ def write_plots(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], labels
         try:
             child = Child(in_child)
         except OSError:  # no process slot: all four here
-            child = None
+            pass
     out = [plot() for plot in here]
     drawn = child.result() if child is not None else None
     if drawn is None:

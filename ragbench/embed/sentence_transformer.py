@@ -39,6 +39,12 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None):  
         return _LAST_MODEL[key]
 
 
+def dimension(model: Any) -> int:
+    """A loaded SentenceTransformer's vector size (``get_embedding_dimension`` in newer releases)."""
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
 def resolve_model(model: str, package: str | None) -> tuple[str, str]:
     """(what to load, revision label): see ``ragbench.weights.package_weights``."""
     return package_weights(model, package, role="embedder")
@@ -120,13 +126,11 @@ class SentenceTransformerEmbedder:
     def _encode_with(self, st, part: list[str]) -> np.ndarray:  # noqa: ANN001 - a (remote) SentenceTransformer
         options = {"batch_size": self.batch_size, "normalize_embeddings": True, "convert_to_numpy": True,
                    "show_progress_bar": False}
-        from ragbench.embed.worker import RemoteModel, WorkerGone
+        from ragbench.embed.worker import WorkerGone
 
-        if not isinstance(st, RemoteModel):
-            return st.encode(part, **options)
         try:
             return st.encode(part, **options)
-        except WorkerGone as exc:  # the same call here: its result, or the error a run without the worker gets
+        except WorkerGone as exc:  # the worker's RemoteModel: the same call here, its result or its error
             log.warning("the encoder worker failed (%s); encoding in this process from here on", exc)
             with self._lock:
                 if self._st is st or self._st is None:
@@ -145,9 +149,7 @@ class SentenceTransformerEmbedder:
 
     @property
     def dim(self) -> int:
-        st = self._load()
-        getter = getattr(st, "get_embedding_dimension", None) or st.get_sentence_embedding_dimension
-        return int(getter())
+        return dimension(self._load())
 
     def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
         if not texts:

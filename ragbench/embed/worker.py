@@ -32,7 +32,6 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
@@ -40,7 +39,6 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import signals
 from ragbench.errors import RagbenchError
 
 log = logging.getLogger(__name__)
@@ -66,11 +64,6 @@ def _load_model(source: str, device: str | None, max_seq_length: int | None) -> 
     from ragbench.embed.sentence_transformer import shared_model
 
     return shared_model(source, device, max_seq_length)
-
-
-def _dimension(model: Any) -> int:
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(getter())
 
 
 def _serve(conn: Connection, other: Connection, prepare: Callable[[], None],
@@ -116,7 +109,9 @@ def _answer(request: tuple[Any, ...], models: dict[ModelKey, Any],
         if key not in models:
             models.clear()  # one model at a time, as shared_model keeps in a process
             models[key] = factory(*key)
-        return _dimension(models[key])
+        from ragbench.embed.sentence_transformer import dimension
+
+        return dimension(models[key])
     if kind == "encode":
         texts, options = rest
         return models[key].encode(texts, **options)
@@ -129,19 +124,16 @@ class EncoderWorker:
     def __init__(self, prepare: Callable[[], None] = _import_encoder,
                  factory: Callable[[str, str | None, int | None], Any] = _load_model) -> None:
         self.problem: str | None = None
+        from ragbench.tracking.background import fork
+
         mine, theirs = Pipe()
-        with signals.deferred():  # a signal handled inside fork()'s at-fork hooks would be lost
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
-                    pid = os.fork()
-            except OSError:
-                mine.close()
-                theirs.close()
-                raise
-            if pid == 0:  # pragma: no cover - the worker; never returns
-                _serve(theirs, mine, prepare, factory)
+        try:
+            pid = fork(lambda: _serve(theirs, mine, prepare, factory))  # signals held while it forks
+        except OSError:
+            mine.close()
             theirs.close()
+            raise
+        theirs.close()
         self.pid: int | None = pid
         self.owner = os.getpid()
         self._conn: Connection | None = mine

@@ -73,20 +73,13 @@ class Child:
     def __init__(self, work: Callable[[], bytes]) -> None:
         self.problem: str | None = None
         read, write = os.pipe()
-        # A signal whose handler raises inside fork()'s at-fork hooks (logging's lock release) is printed
-        # as "Exception ignored" and lost: the fork runs with signals held, raised once it is done.
-        with signals.deferred():
-            try:
-                with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the docstring
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pid = os.fork()
-            except OSError:  # no memory or process slot for a child: the caller does the work
-                os.close(read)
-                os.close(write)
-                raise
-            if pid == 0:  # pragma: no cover - the child (coverage does not follow it); never returns
-                _child_main(work, read, write)
+        try:
+            pid = fork(lambda: _child_main(work, read, write))
+        except OSError:  # no memory or process slot for a child: the caller does the work
+            os.close(read)
             os.close(write)
+            raise
+        os.close(write)
         self._pid: int | None = pid
         self._pipe = read
         self._data: bytes | None = None
@@ -127,6 +120,22 @@ class Child:
         how = f"was stopped by signal {-code}" if code < 0 else f"exited with status {code}"
         said = data[1:].decode("utf-8", "replace") if data[:1] == b"\1" else ""
         self.problem = how + (f" ({said})" if said else "") + (" (no exit in time)" if late else "")
+
+
+def fork(child_main: Callable[[], None]) -> int:
+    """``os.fork()``; the child runs ``child_main``, which must end in ``os._exit``; the parent gets the pid.
+
+    A signal whose handler raises inside fork()'s at-fork hooks (logging's lock release) is printed as
+    "Exception ignored" and lost: the fork runs with signals held, raised in the parent once it is done
+    (the child never leaves the held block: it resets its handlers and exits)."""
+    with signals.deferred():
+        with warnings.catch_warnings():  # 3.12+: "multi-threaded, fork() may deadlock": see the docstring
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (coverage does not follow it); never returns
+            child_main()
+            os._exit(_CHILD_ERROR)  # a child_main that returned: it must never run the parent's code
+    return pid
 
 
 def can_fork() -> bool:
