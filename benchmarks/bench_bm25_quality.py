@@ -115,8 +115,8 @@ def main() -> None:
         common = np.mean([len(set(ranked[q][:k]) & set(base[q][:k])) / max(min(len(base[q][:k]), k), 1)
                           for q in base if base[q]])
         rows.append((name, metrics[f"retrieval/recall_at_{k}"], metrics[f"retrieval/ndcg_at_{k}"],
-                     metrics["retrieval/mrr"], common, wall))
-    print(f"{'variant':45s} recall@{k}  ndcg@{k}  mrr     top-{k} in common with rank_bm25  wall s")
+                     metrics["retrieval/mrr_at_10"], common, wall))
+    print(f"{'variant':45s} recall@{k}  ndcg@{k}  mrr@10  top-{k} in common with rank_bm25  wall s")
     for name, rec, ndcg, mrr, common, wall in rows:
         print(f"{name:45s} {rec:.4f}     {ndcg:.4f}   {mrr:.4f}  {common:.3f}                          {wall:.1f}")
 

@@ -40,12 +40,12 @@ def check_command_line() -> None:
     advice to append it with ``+`` (where it would be silently ignored); see ragbench.config_check."""
     from ragbench.cache.root import check_retired
     from ragbench.config_check import check_overrides
-    from ragbench.errors import ConfigError
+    from ragbench.errors import RagbenchError
 
     try:
         check_retired()
-        check_overrides(sys.argv[1:])
-    except ConfigError as exc:
+        check_overrides(sys.argv[1:])  # also a dataset.path that does not exist (DatasetError)
+    except RagbenchError as exc:
         print(f"ragbench: {exc}", file=sys.stderr)
         leave(1)
 
@@ -69,10 +69,14 @@ def main() -> None:
         leave(plan_main(rest, json_path))
         return
     check_command_line()
+    from ragbench.tracking.store import DiskFull
+
     try:
         _hydra_main()
     except KeyboardInterrupt as exc:  # each job's run ended KILLED on its way out (JobRun)
         leave(lifecycle.interrupted(exc))
+    except DiskFull as exc:  # the first write that found no space: the job's run ended KILLED (JobRun)
+        leave(lifecycle.stopped_by_full_disk(exc))
     except SystemExit as exc:
         leave(exc.code)
     except BrokenPipeError:  # `python -m ragbench --help | head`: the reader left, as Python's docs advise
@@ -101,12 +105,17 @@ def leave(code: int | str | None) -> None:
 
 
 def cli() -> None:
-    """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, anything else runs jobs."""
+    """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, ``ragbench ui`` shows them,
+    anything else runs jobs."""
     if sys.argv[1:2] == ["compare"]:
         from ragbench.compare.__main__ import main as compare_main
 
         leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
         return
+    if sys.argv[1:2] == ["ui"]:  # the lean MLflow server, opened on the runs (ragbench.ui)
+        from ragbench.ui import main as ui_main
+
+        sys.exit(ui_main(sys.argv[2:]))
     main()
 
 

@@ -29,7 +29,7 @@ from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.retrieval.scope import check_scope
-from ragbench.stages import builds_llm
+from ragbench.stages import answer_stages, builds_llm
 from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
@@ -114,7 +114,9 @@ def _job_name() -> tuple[str, str | None, bool]:
     name = redact.redact(name)
     if not multirun:
         return name, None, False
-    return f"#{hc.job.num} {name}", parent_run_id(hc.sweep.dir), True
+    from ragbench.tracking.run_names import job_run_name, read_sweep_keys
+
+    return job_run_name(hc.job.num, name, read_sweep_keys(hc.sweep.dir)), parent_run_id(hc.sweep.dir), True
 
 
 def run(cfg: DictConfig) -> float | None:
@@ -139,18 +141,22 @@ def run(cfg: DictConfig) -> float | None:
     def work(job: JobRun, components: Components) -> Mapping[str, float]:
         LEDGER.start_job(budget)
         before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
+        components = answer_stages(components)  # a dataset without gold answers (BEIR): retrieval only, said
         preflight(components)  # a component that cannot load fails the job here, once, not every case
-        result: JobResult = Pipeline(components, cache=cache, progress=_CaseProgress()).run()
+        pipeline = Pipeline(components, cache=cache, progress=_CaseProgress())
+        result: JobResult = pipeline.run()
+        no_gold = builds_llm(cfg) and pipeline.c.generator is None  # ran as stages=retrieval (answer_stages)
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
         stopped = budget_stop(result.cases)
         baseline = baseline_of(components.retriever)
         job.log_result(result, topk=components.topk, extra_tags={
             **({"ragbench.stopped_by_budget": stopped} if stopped else {}),
             **({"ragbench.baseline": str(baseline)} if baseline else {}),
+            **({"ragbench.stages": "retrieval (no gold answers)"} if no_gold else {}),
             **{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
             **embedder_dim_tag(dict(result.counts))})
         job_summary(title=f"ragbench job {job.name}", metrics=result.metrics, fingerprints=result.fingerprints,
-                    counts=result.counts, timings=result.timings, run_id=job.run_id)
+                    counts=result.counts, timings=result.timings, run_id=job.run_id, topk=components.topk)
         record_rates(cache, components, result)
         check(result.cases, limit)  # too many failed cases, or an endpoint that kept refusing: FAILED
         if stopped:

@@ -1,14 +1,20 @@
 """The process-wide LLM ledger: every request the LLM client sends (or serves from its cache) is
-booked here by role, and ``budget.max_usd`` / ``max_calls`` / ``max_minutes`` are checked before each
-request is sent. One ledger per process, so a sweep run by the basic launcher shares one budget across
-its jobs (launchers that run jobs in worker processes give each worker its own ledger).
+booked here by role, and ``budget.max_usd`` / ``max_calls`` / ``max_minutes`` are a ceiling: each HTTP
+request (every retry attempt too) is *reserved* before it is sent, so requests in flight count against
+the limit and no concurrency goes past it. Under ``max_usd`` a request reserves its maximum cost (its
+prompt tokens and ``max_tokens`` priced by litellm's cost map), adjusted to the real cost when the reply
+arrives. One ledger per process, so a sweep run by the basic launcher shares one budget across its jobs
+(launchers that run jobs in worker processes give each worker its own ledger).
 
-Roles: ``llm`` (generation), ``judge``, ``embedder``. ``spent`` is what was sent to a provider;
-``saved`` is what a cache served instead (the original call's tokens and cost), never counted as spent.
+Roles: ``llm`` (generation), ``judge``, ``embedder``, ``query.transform.client`` (query rewriting), and
+any other a client names. ``spent`` is what was sent to a provider, one call per HTTP request (a failed
+attempt is a call with no tokens); ``saved`` is what a cache served instead (the original call's tokens
+and cost), never counted as spent.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,7 +24,8 @@ from typing import Any
 from ragbench.errors import BudgetExhaustedError, ConfigError
 from ragbench.types import CaseResult, Usage
 
-ROLES = {"llm": "generation", "judge": "judge", "embedder": "embedding"}
+# metric names of the roles; any other role a client names is accounted under its own name (ROLE_NAME)
+ROLES = {"llm": "generation", "judge": "judge", "embedder": "embedding", "query.transform.client": "query"}
 FIELDS = ("calls", "prompt_tokens", "completion_tokens", "usd")
 
 
@@ -51,10 +58,11 @@ class Budget:
 
 
 class Ledger:
-    """Thread-safe counters of spent and saved LLM work, and the budget check before each request."""
+    """Thread-safe counters of spent and saved LLM work, and the budget's reservations: ``reserve``
+    before each HTTP request is sent, ``settle`` when it has returned (a reply or an error)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self.spent: dict[str, dict[str, float]] = {}
         self.saved: dict[str, dict[str, float]] = {}
         self.budget = Budget()
@@ -62,6 +70,8 @@ class Ledger:
         self._started = time.monotonic()
         self.stopped: str | None = None  # the budget message once a limit was reached
         self._begun = False
+        self._held_calls = 0  # requests reserved and not yet settled (in flight)
+        self._held_usd = 0.0  # their reserved maximum cost
 
     def start_job(self, budget: Budget) -> None:
         """Sets the job's budget; a job budget counts from here, a sweep budget from the first job."""
@@ -72,6 +82,11 @@ class Ledger:
                 self.stopped = None
             self._begun = True
             self.budget = budget
+
+    @property
+    def prices_requests(self) -> bool:
+        """True when ``max_usd`` is set: a request must then reserve its maximum cost."""
+        return self.budget.max_usd is not None
 
     def _total(self, field: str) -> float:
         return sum(v.get(field, 0.0) for v in self.spent.values())
@@ -84,7 +99,8 @@ class Ledger:
         row["usd"] += usage.cost_usd
 
     def record(self, role: str, usage: Usage) -> None:
-        """Books one call: as saved when a cache served it, else as spent."""
+        """Books one call: as saved when a cache served it, else as spent (a request sent without a
+        reservation; the LLM client reserves and settles instead)."""
         with self._lock:
             self._book(self.saved if usage.cached else self.spent, role, usage)
 
@@ -93,24 +109,59 @@ class Ledger:
         with self._lock:
             self._book(self.saved, role, usage)
 
+    def reserve(self, usd: float = 0.0) -> float:
+        """Holds one request, and ``usd`` (its maximum cost; 0 without ``max_usd``), against the budget
+        before it is sent; returns the amount held, for ``settle``. Raises BudgetExhaustedError when the
+        request could go past a limit counting every request in flight. A request whose maximum cost
+        fits only once requests in flight have settled at their real cost waits for them."""
+        with self._lock:
+            while True:
+                if self.stopped is None:
+                    self.stopped = self._over(usd)
+                if self.stopped is not None:
+                    raise BudgetExhaustedError(self.stopped)
+                if not self._waits(usd):
+                    break
+                self._lock.wait()
+            self._held_calls += 1
+            self._held_usd += usd
+            return usd
+
+    def settle(self, role: str, usage: Usage, held: float) -> None:
+        """Books a reserved request that has returned (``usage`` zero for an attempt with no reply) as
+        spent and releases its hold."""
+        with self._lock:
+            self._book(self.spent, role, usage)
+            self._held_calls -= 1
+            self._held_usd = max(0.0, self._held_usd - held)
+            self._lock.notify_all()
+
     def admit(self) -> None:
-        """Raises BudgetExhaustedError when the next request would go over the budget."""
+        """Raises BudgetExhaustedError when a limit is reached (nothing is reserved)."""
         with self._lock:
             if self.stopped is None:
-                self.stopped = self._over()
+                self.stopped = self._over(0.0)
             if self.stopped is not None:
                 raise BudgetExhaustedError(self.stopped)
 
-    def _over(self) -> str | None:
+    def _waits(self, usd: float) -> bool:
+        """True when the request fits ``max_usd`` only after requests in flight settle."""
         b = self.budget
-        calls = self._total("calls") - self._base["calls"]
-        usd = self._total("usd") - self._base["usd"]
+        spent = self._total("usd") - self._base["usd"]
+        return b.max_usd is not None and self._held_calls > 0 and spent + self._held_usd + usd > b.max_usd
+
+    def _over(self, usd: float) -> str | None:
+        """The budget message when one more request (of maximum cost ``usd``) could go past a limit."""
+        b = self.budget
+        calls = self._total("calls") - self._base["calls"] + self._held_calls
+        spent = self._total("usd") - self._base["usd"]
         minutes = (time.monotonic() - self._started) / 60.0
         where = f"budget.scope={b.scope}"
         if b.max_calls is not None and calls >= b.max_calls:
             return f"budget.max_calls={b.max_calls} reached ({int(calls)} LLM requests sent, {where})"
-        if b.max_usd is not None and usd >= b.max_usd:
-            return f"budget.max_usd={b.max_usd:g} reached (${usd:.4f} spent, {where})"
+        if b.max_usd is not None and (spent >= b.max_usd or spent + usd > b.max_usd):
+            more = f"; the next request could cost up to ${usd:.4f}" if spent < b.max_usd else ""
+            return f"budget.max_usd={b.max_usd:g} reached (${spent:.4f} spent{more}, {where})"
         if b.max_minutes is not None and minutes >= b.max_minutes:
             return f"budget.max_minutes={b.max_minutes:g} reached ({minutes:.1f} min, {where})"
         return None
@@ -124,18 +175,25 @@ class Ledger:
 LEDGER = Ledger()
 
 
+def role_name(role: str) -> str:
+    """The metric name of a role: ``ROLES``' name, else the role with every non-alphanumeric run as ``_``."""
+    return ROLES.get(role) or re.sub(r"[^0-9A-Za-z]+", "_", role).strip("_") or "other"
+
+
 def _diff(after: Mapping[str, Mapping[str, float]], before: Mapping[str, Mapping[str, float]],
           role: str, field: str) -> float:
     return after.get(role, {}).get(field, 0.0) - before.get(role, {}).get(field, 0.0)
 
 
 def accounting_metrics(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, float]:
-    """One job's accounting from two ledger snapshots: per role (generation, judge, embedding) the
-    calls, tokens and cost spent, their totals, and what caches saved."""
+    """One job's accounting from two ledger snapshots: per role (generation, judge, embedding, query and
+    any other role booked) the calls, tokens and cost spent, their totals over every role, and what
+    caches saved."""
     out: dict[str, float] = {}
     totals = {"calls": 0.0, "tokens": 0.0, "usd": 0.0}
     saved = {"calls": 0.0, "tokens": 0.0, "usd": 0.0}
-    for role, name in ROLES.items():
+    others = sorted({r for book in ("spent", "saved") for r in (*after[book], *before[book])} - set(ROLES))
+    for role, name in (*ROLES.items(), *((r, role_name(r)) for r in others)):
         spent = {f: _diff(after["spent"], before["spent"], role, f) for f in FIELDS}
         kept = {f: _diff(after["saved"], before["saved"], role, f) for f in FIELDS}
         tokens = spent["prompt_tokens"] + spent["completion_tokens"]

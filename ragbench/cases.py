@@ -18,6 +18,7 @@ from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
+from ragbench.judge.document import case_document_scores
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import ExplainingJudge, Judge
@@ -104,6 +105,9 @@ class CaseRunner:
                                            lookup.coverage.get(query.qid)))
             if emap.matched and c.dataset.name in DOC_RECALL_DATASETS:
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
+            if emap.matched:  # retrieval/doc/*: datasets judged per document (ragbench.judge.document)
+                scores.update(case_document_scores(c.dataset, tree, emap, query, final if oracle else final[: max(ks)],
+                                                   c.topk, scope=c.scope))
             t = time.perf_counter()
             contexts = tuple(expander.expand(final if oracle else final[:topk], tree))
             latency["expand"] = time.perf_counter() - t

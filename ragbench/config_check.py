@@ -1,4 +1,5 @@
-"""Config checks that run before any model or MLflow store is touched: known keys and numeric ranges.
+"""Config checks that run before any model or MLflow store is touched: known keys, numeric ranges and
+that ``dataset.path`` exists.
 
 Two moments:
 - ``check_overrides(argv)``, before Hydra composes: a command-line key that no config file has
@@ -139,8 +140,27 @@ def _numbers(prefix: str, node: Any) -> Iterator[tuple[str, str, Any]]:
         yield prefix, prefix.rsplit(".", 1)[-1], node
 
 
+def check_dataset_path(name: str, path: Any) -> None:
+    """A ``dataset.path`` that does not exist, as the adapter names it (``BaseAdapter.root``), before any
+    store is opened or run created: a run whose data cannot be read is not worth a FAILED record."""
+    if not isinstance(path, str) or not path or "${" in path:
+        return  # null (the bundled sample), or an interpolation Hydra resolves later
+    root = Path(path).expanduser()
+    if root.exists():
+        return
+    from ragbench.datasets.reader import download_hint
+    from ragbench.datasets.sources import SOURCES
+    from ragbench.errors import DatasetError
+
+    raise DatasetError("dataset.path does not exist", dataset=name, file=str(root),
+                       fix=(f"set dataset.path to the folder holding the official {name} files" + download_hint(name))
+                       if name in SOURCES else
+                       "create that folder with your documents and QA file, or correct dataset.path")
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Unknown group keys and out-of-range numbers as one-line ConfigErrors (nothing heavy imported)."""
+    """Unknown group keys, out-of-range numbers and a missing ``dataset.path`` as one-line errors
+    (nothing heavy imported)."""
     for group in COMPONENT_GROUPS:
         node = cfg.get(group)
         if not isinstance(node, DictConfig) or "_target_" in node:
@@ -162,6 +182,9 @@ def check_config(cfg: DictConfig) -> None:
                 continue
             for i, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
                 number(key if i is None else f"{key}[{i}]", item, **rule._asdict())
+    dataset = resolved.get("dataset")
+    if isinstance(dataset, dict):
+        check_dataset_path(str(dataset.get("name") or "dataset"), dataset.get("path"))
 
 
 # ---- before composition ---------------------------------------------------------------------------
@@ -225,6 +248,9 @@ def check_overrides(args: list[str]) -> None:
             continue
         if first in _groups():
             names = chosen.get(first) or ([defaults[first]] if defaults.get(first) not in (None, "null") else [])
+            if key == "dataset.path":
+                for value in o.sweep_iterator() if o.is_sweep_override() else [o.value()]:
+                    check_dataset_path(names[0] if names else "dataset", value)
             nodes = [_option(first, n) for n in names]
             if not nodes or any(n is None for n in nodes) or "experiment" in chosen:
                 continue  # an option of the user's, or an experiment that may add keys: Hydra decides

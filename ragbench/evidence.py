@@ -255,31 +255,32 @@ def unit_qrels(emap: EvidenceMap) -> dict[str, int]:
     return {f"ev{i}": emap.relevance[i] for i in emap.matched}
 
 
-def unit_ranking_of(hit_ids: Sequence[str], covered: Sequence[Sequence[str]]) -> list[str]:
-    """Ranking over evidence units: each hit contributes the units it newly covers, or -- when it
-    covers none or only units seen above it -- itself as one non-relevant entry. So every hit holds at
-    least one rank and a cut at k hits is a cut at k ranks unless a hit brings several new units."""
-    return unit_ranking_ends(hit_ids, covered)[0]
-
-
-def unit_ranking_ends(hit_ids: Sequence[str], covered: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
-    """``unit_ranking_of`` and, per hit, the ranking's length after it: the ranking of the first k hits
-    is the prefix of length ``ends[k - 1]`` (always >= k)."""
+def new_units(covered: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Per hit, the evidence units it covers that no hit above it covered (each unit once, in order)."""
     seen: set[str] = set()
-    ranking: list[str] = []
-    ends: list[int] = []
-    for hit_id, units in zip(hit_ids, covered, strict=True):
+    out: list[list[str]] = []
+    for units in covered:
         new = [u for u in dict.fromkeys(units) if u not in seen]
-        ranking.extend(new or [hit_id])
         seen.update(new)
-        ends.append(len(ranking))
-    return ranking, ends
+        out.append(new)
+    return out
+
+
+def unit_ranking_of(hit_ids: Sequence[str], covered: Sequence[Sequence[str]],
+                    qrels: Mapping[str, int]) -> list[str]:
+    """The ranking over evidence units, one entry per hit at the hit's rank: the highest-graded unit the
+    hit newly covers (the first in evidence order on a tie), or the hit itself -- one non-relevant entry --
+    when it brings no new unit. trec_eval's hit, precision, nDCG and MRR of this ranking against ``qrels``
+    are ``judge.ir.covering_metrics``'s of the hits; recall and MAP there also count the other units a hit
+    brings."""
+    return [max(new, key=lambda u: qrels.get(u, 0)) if new else hit_id
+            for hit_id, new in zip(hit_ids, new_units(covered), strict=True)]
 
 
 def unit_ranking(tree: ChunkTree, emap: EvidenceMap, hits: Sequence[Hit]) -> tuple[list[str], dict[str, int]]:
     """``unit_ranking_of`` the hits, with the evidence-unit qrels."""
-    ranking = unit_ranking_of([h.chunk_id for h in hits], hit_units(tree, emap, hits))
-    return ranking, unit_qrels(emap)
+    qrels = unit_qrels(emap)
+    return unit_ranking_of([h.chunk_id for h in hits], hit_units(tree, emap, hits), qrels), qrels
 
 
 def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context,

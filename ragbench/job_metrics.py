@@ -5,7 +5,8 @@ failed case counted as 0, beside ``<key>_successful`` over the cases that ran) o
 the job did or met: latencies, cache hits, evidence matching, counts, timings; never zero-filled).
 
     cases       the per-case scores and diagnostics, aggregated (ragbench.judge.aggregate)
-    stages      what the stages met: search latency, evidence matching, cache, fallbacks, trace counts
+    stages      what the stages met: search latency, evidence matching, cache, fallbacks, trace counts, and
+                the questions retrieval is scored on (counts/retrieval_scored, counts/retrieval_excluded/*)
     logged      what the tracker adds: counts/*, dataset/*, time/*_s and the fixed-name top-k views
 
 ``Pipeline.run`` puts ``cases`` + ``stages`` into ``JobResult.metrics``; ``ragbench.tracking.job_log``
@@ -24,6 +25,7 @@ from typing import Literal
 from ragbench.components import JobResult
 from ragbench.evidence import EvidenceMap, match_stats
 from ragbench.judge.aggregate import aggregate, is_score, metric_name, percentile_ms, score_keys
+from ragbench.judge.retrieval import MRR_DEPTH, MRR_KEY
 from ragbench.protocols import Judge
 from ragbench.rerank.fallback import fallback_count
 from ragbench.trace import trace_counts
@@ -78,9 +80,11 @@ def stage_metrics(*, timings: Mapping[str, float], queries: Sequence[Query], sin
                   model_loaded: bool) -> Produced:
     """What the stages met: all diagnostics."""
     out: dict[str, float] = {}
-    search_total = timings.get("search", 0.0) + timings.get("embed_queries", 0.0)
-    out["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
-    out["latency/model_load_ms"] = 1000.0 * timings.get("model_load", 0.0)  # one-off, kept apart
+    if "search" in timings:  # hits from the cache: nothing was searched, so no latency (never 0 for "not measured")
+        search_total = timings["search"] + timings.get("embed_queries", 0.0)
+        out["latency/search_mean_ms"] = 1000.0 * search_total / max(len(queries), 1)
+    if "model_load" in timings:  # one-off, kept apart; absent when no model was loaded
+        out["latency/model_load_ms"] = 1000.0 * timings["model_load"]
     if single_s:
         out["latency/search_single_p50_ms"] = percentile_ms(single_s, 50)
         out["latency/search_single_p95_ms"] = percentile_ms(single_s, 95)
@@ -95,9 +99,42 @@ def stage_metrics(*, timings: Mapping[str, float], queries: Sequence[Query], sin
         log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
                     int(out["rerank/fallbacks"]), len(cases))
     out.update(trace_counts(cs.trace for cs in cases))
+    out.update(retrieval_exclusions(queries, evidence, cases))
     out["query/transform_failures"] = float(transform_failures)
     out["ingest/model_loaded"] = float(model_loaded)
     return Produced("stages", out)
+
+
+# why a question has no retrieval scores, in the order the reasons are checked
+EXCLUSION_REASONS = ("unanswerable", "no_evidence", "evidence_not_found", "not_run")
+
+
+def exclusion_reason(query: Query, emap: EvidenceMap | None, case: CaseResult | None) -> str | None:
+    """Why a question is out of every ``retrieval/*`` mean (None: it is in): ``unanswerable`` (the
+    question has no answer in the documents), ``no_evidence`` (the release gives it no evidence),
+    ``evidence_not_found`` (its evidence matches no text of the corpus: ``evidence/unmatched``),
+    ``not_run`` (its case failed or was skipped before retrieval was scored)."""
+    if case is not None and not case.skipped and MRR_KEY in case.scores:
+        return None
+    if not query.answerable:
+        return "unanswerable"
+    if not query.evidence:
+        return "no_evidence"
+    if emap is None or not emap.matched:
+        return "evidence_not_found"
+    return "not_run"
+
+
+def retrieval_exclusions(queries: Sequence[Query], evidence: Mapping[str, EvidenceMap],
+                         cases: Sequence[CaseResult]) -> dict[str, float]:
+    """``counts/retrieval_scored``: the questions every ``retrieval/*`` metric averages over (as
+    ``retrieval/queries_scored``); ``counts/retrieval_excluded/<reason>`` for the others, one reason each
+    (``exclusion_reason``), so scored + excluded = the job's questions."""
+    by_qid = {c.query.qid: c for c in cases}
+    reasons = Counter(exclusion_reason(q, evidence.get(q.qid), by_qid.get(q.qid)) for q in queries)
+    out = {"counts/retrieval_scored": float(reasons.pop(None, 0))}
+    out.update({f"counts/retrieval_excluded/{r}": float(reasons.get(r, 0)) for r in EXCLUSION_REASONS})
+    return out
 
 
 def queries_by_type(evalset: EvalSet) -> Counter[str]:
@@ -106,10 +143,11 @@ def queries_by_type(evalset: EvalSet) -> Counter[str]:
 
 
 _AT_K = re.compile(r"^retrieval/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
+_AT_K_DOC = re.compile(r"^retrieval/doc/(?P<name>[a-z]+)_at_(?P<k>\d+)$")
 # the figures a sweep is compared on: one fixed name each, whatever the job's top-k
 HEADLINE = {
     "headline/hit_at_topk": "retrieval/hit_at_topk", "headline/recall_at_topk": "retrieval/recall_at_topk",
-    "headline/mrr": "retrieval/mrr", "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
+    f"headline/mrr_at_{MRR_DEPTH}": MRR_KEY, "headline/ndcg_at_topk": "retrieval/ndcg_at_topk",
     "headline/context_evidence_recall": "context/evidence_text_recall", "headline/answer_f1": "answer/f1",
     "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
     "headline/failure_rate": "cases/failure_rate",
@@ -129,6 +167,9 @@ def at_k_views(metrics: Mapping[str, float], topk: int) -> tuple[dict[str, float
             curves.setdefault(f"retrieval/{m['name']}_at_k_curve", {})[int(m["k"])] = value
     fixed = {f"retrieval/{c.split('/')[1].removesuffix('_at_k_curve')}_at_topk": series[topk]
              for c, series in curves.items() if topk in series}
+    # document level (ragbench.judge.document): retrieval/doc/<m>_at_topk, so a top-k sweep's columns line up
+    fixed.update({f"retrieval/doc/{m['name']}_at_topk": value for key, value in metrics.items()
+                  if (m := _AT_K_DOC.match(key)) and int(m["k"]) == topk})
     merged = {**metrics, **fixed}
     fixed.update({name: merged[src] for name, src in HEADLINE.items() if src in merged})
     return fixed, curves

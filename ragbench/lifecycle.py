@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from ragbench.components import Components
     from ragbench.tracking.mlflow_tracker import MlflowTracker
+    from ragbench.tracking.store import DiskFull
 
 log = logging.getLogger("ragbench")
 INTERRUPTED = "interrupted; rerun the same command to resume"
@@ -85,6 +86,30 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     return 128 + int(getattr(exc, "signum", signal.SIGINT))
 
 
+def stopped_by_full_disk(full: DiskFull) -> int:
+    """After a write failed for want of space: the runs still open (a job's awaiting its case files, the
+    sweep's parent) end KILLED where the store takes it, the one line names the disk, the free space,
+    the runs and the fix; returns the exit code, 1."""
+    from ragbench.tracking.store import DiskFull
+
+    signals.ignore()  # a signal must not cut the closing short
+    while _SETTLING:
+        job = _SETTLING.pop(0)
+        job._stop(full, kill=False)  # noqa: SLF001 - this module's own class
+    sweep = sys.modules.get("ragbench.tracking.sweep")
+    for _ in range(100):  # each parent that the store refuses to close raises once; the others are closed
+        if sweep is None:
+            break
+        try:
+            sweep.close_open_parents("KILLED")
+            break
+        except DiskFull as again:
+            if again.run_id is not None:
+                full.left.append(again.run_id)
+    print(f"ragbench: {full.line()}", file=sys.stderr)
+    return 1
+
+
 class JobStopped(Exception):
     """The budget stopped the job part way: its run ends KILLED, so a rerun with a larger budget runs it
     again (from the cache)."""
@@ -109,7 +134,7 @@ def objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = F
         return float("nan")
     if name not in metrics:
         close = sorted(k for k in metrics if k.split("/")[-1] == str(name).split("/")[-1])[:5]
-        hint = ", ".join(close) or "answer/f1, retrieval/mrr, retrieval/hit_at_5"
+        hint = ", ".join(close) or "answer/f1, retrieval/mrr_at_10, retrieval/hit_at_5"
         raise ConfigError(f"objective={name!r} is not a metric of this job; use a logged metric key, e.g. {hint}")
     return float(metrics[name])
 
@@ -250,6 +275,12 @@ class JobRun:
         """Ends the run with its status; returns True where the failure is recorded and the sweep goes on."""
         if self.run_id is None:
             return False
+        full = self._disk_full(exc)
+        if full is not None:
+            self._stop(full)
+            if full is not exc:
+                raise full from exc
+            return False
         if exc is None and self._staged is not None and self._settles_later():
             _SETTLING.append(self)  # FINISHED once its case files are uploaded: settle()
             return False
@@ -286,6 +317,37 @@ class JobRun:
 
         return self.multirun and self.parent is not None and in_this_process(self.parent)
 
+    def _disk_full(self, exc: BaseException | None) -> DiskFull | None:
+        """``exc`` as a DiskFull: the store's own (raised by its client), or a job's write that failed for
+        want of space (the stage cache, the case files' staging folder), named by the file it wrote or by
+        ``cache.dir``."""
+        from pathlib import Path
+
+        from ragbench.tracking.store import DiskFull, disk_full
+
+        if exc is None or isinstance(exc, DiskFull):
+            return exc
+        if not isinstance(exc, Exception):
+            return None
+        from omegaconf import OmegaConf
+
+        cache = str(OmegaConf.select(self.cfg, "cache.dir", default=None) or ".")
+        return disk_full(exc, what="the stage cache", path=Path(cache), key="cache.dir", run_id=self.run_id)
+
+    def _stop(self, full: DiskFull, *, kill: bool = True) -> None:
+        """The run ends KILLED (a rerun runs the job again; ``kill=False``: a FINISHED job whose case files
+        are uploaded stays FINISHED) if the store still takes that; ``full`` lists it as closed or left."""
+        from ragbench.tracking.store import DiskFull
+
+        if kill:
+            self.status = "KILLED"
+        try:
+            self.close(interrupted=True)
+        except DiskFull:
+            pass
+        if self.run_id is not None and not (self._ended and self.status == "FINISHED"):
+            (full.closed if self._ended else full.left).append(self.run_id)
+
     def close(self, *, interrupted: bool = False) -> Exception | None:
         """Uploads the job's case files, then ends its run with its status (once). Returns the error when
         writing them failed: the run then ends FAILED with tag ``ragbench.error``. After an interrupt, a
@@ -303,6 +365,10 @@ class JobRun:
 
                     self.tracker.log_folder(self.run_id, staged.folder, tables=[CASE_TABLE])
         except Exception as exc:  # noqa: BLE001 - the job's failure, recorded on its run
+            full = self._disk_full(exc)
+            if full is not None:  # the staging folder's disk: stop, as for the store's (DiskFull)
+                self.status = "KILLED"
+                raise full from exc
             if self.status == "FINISHED":
                 self.status, failure = "FAILED", exc
                 self._record_failure(exc)

@@ -38,9 +38,11 @@ from ragbench.query.plan import plan_queries
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
+from ragbench.retrieval.run_file import QueryBoundRetriever
 from ragbench.retrieval.scope import DocumentScope, check_scope
 from ragbench.reuse import LAST
 from ragbench.routing import max_topk
+from ragbench.stages import answer_stages
 from ragbench.trace import branch_stages, child_rankings
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 
@@ -141,6 +143,7 @@ class Pipeline:
     def run(self) -> JobResult:
         c = self.c
         evalset: EvalSet = self._timed("load", c.dataset.load)
+        c = self.c = answer_stages(c, evalset.queries)  # no gold answers: retrieval only; some missing: refused
         chunker = (type(c.chunker).__module__, type(c.chunker).__qualname__, repr(sorted(c.chunker.params().items())))
         tree: ChunkTree = self._timed("chunk", lambda: LAST.get(
             "chunks", chunker, (evalset.documents,), lambda: c.chunker.chunk(evalset.documents)))
@@ -155,6 +158,8 @@ class Pipeline:
         if (retriever_vectors or reranker_vectors) and c.embedder is None:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
         queries = list(evalset.queries)
+        if isinstance(c.retriever, QueryBoundRetriever):  # retrieval=run_file: its rankings are keyed by question id
+            c.retriever.bind(queries)
         plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
                                                          workers=c.query.max_concurrency))
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
@@ -171,6 +176,7 @@ class Pipeline:
             if retriever_vectors:
                 vectors = self._vectors(chunks_key, tree, ids, texts)
                 qvecs = self._query_vectors(qtexts)
+                searched["embedding_dim"] = int(vectors.shape[1])  # kept in the entry's manifest (written after)
             if scoped is None:
                 self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
             else:  # sub-indexes are built per document on first use: their time counts as search
@@ -181,13 +187,19 @@ class Pipeline:
             single_s.extend(time_single(c.retriever, qtexts, qvecs, needed, scoped, owners))
             return found
 
+        def cached_hits(folder: Path, manifest: Mapping[str, Any]) -> list[list[Hit]]:
+            # the vectors' width, as recorded by the search that made these hits (no vectors are loaded)
+            if isinstance(manifest.get("embedding_dim"), int):
+                searched["embedding_dim"] = int(manifest["embedding_dim"])
+            return load_hits(folder)
+
         search_s: list[float] = []  # per-text share of its batch's search time (empty when cached)
         single_s: list[float] = []  # a sample of queries searched one at a time
+        searched: dict[str, Any] = {"index": index_fp, "k": depth}  # the retrieval entry's manifest
         retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
         baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
         hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else self.cache.folder(
-            "retrieval", retrieval_key, {"index": index_fp, "k": depth},
-            build=search, save=save_hits, load=lambda f, m: load_hits(f))[0]
+            "retrieval", retrieval_key, searched, build=search, save=save_hits, load=cached_hits)[0]
         hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
         hits_all, votes_all = plan.fuse(hits_flat, needed)
         children: list[list[Any]] = []
@@ -248,7 +260,8 @@ class Pipeline:
             "queries": len(queries),
             "failed_cases": sum(cs.failed for cs in cases),
             "embedded_texts": self.embedded_texts,
-            **({"embedding_dim": int(vectors.shape[1])} if vectors is not None else {}),
+            **({"embedding_dim": int(vectors.shape[1])} if vectors is not None
+               else {"embedding_dim": searched["embedding_dim"]} if "embedding_dim" in searched else {}),
         }
         fingerprints = {"dataset_sha256": evalset.fingerprint, "index_sha256": index_fp}
         return JobResult(

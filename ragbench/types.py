@@ -69,8 +69,22 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class OpenVikingQA:
+    """A question as OpenViking's own adapter (``benchmark/RAG/src/adapters``) reads it: whether it keeps
+    the question (``kept``; it skips e.g. SyllabusQA "no answer") and the evidence list it hands to
+    ``check_recall`` (raw strings, its own stripping and de-duplication)."""
+
+    evidence: tuple[str, ...] = ()
+    kept: bool = True
+
+
+@dataclass(frozen=True)
 class Query:
-    """A question with its gold answers, evidence and question type."""
+    """A question with its gold answers, evidence and question type.
+
+    ``openviking`` is set by adapters of datasets OpenViking has an adapter for; None derives
+    OpenViking's evidence list from ``evidence`` (``ragbench.judge.context.openviking_evidence``).
+    """
 
     qid: str
     text: str
@@ -80,6 +94,7 @@ class Query:
     evidence: tuple[Evidence, ...] = ()
     doc_ids: tuple[str, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    openviking: OpenVikingQA | None = None
 
 
 @dataclass(frozen=True)

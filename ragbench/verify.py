@@ -8,7 +8,8 @@ answer metrics (answer + gold answers) and the citation hit rate; LLM-judge scor
 without the model, so they are taken as logged. Then it aggregates the cases exactly as the job did
 (``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric.
 Exit 0 when everything matches to 1e-9, 1 when anything differs or cannot be checked, 2 on a usage
-error (unknown run, no store, no case record).
+error (unknown run, no store, no case record). A ``ragbench.judge calibrate`` run is checked by
+``ragbench.judge.verify_calibration`` (its agreement and probes, from its items).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
+from ragbench.judge.document import scores_from_record as document_scores_from_record
 from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, metric_ks, scores_from_record
 from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
@@ -81,6 +83,7 @@ def recompute_case(row: Mapping[str, Any]) -> dict[str, float]:
                                       [t for t in ev["texts"] if t], row["topk_texts"]))
         if row["dataset"] in DOC_RECALL_DATASETS:
             out.update(doc_recall_scores(row["ranked_doc_ids"], row["doc_ids"], metric_ks(int(row["topk"]))))
+        out.update(document_scores_from_record(row))
     contexts = row["contexts"]
     if contexts or "context/tokens" in row:
         out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
@@ -197,9 +200,21 @@ def default_tracking_uri() -> str:
     return tracking_defaults()[0]
 
 
-def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any]:
-    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param) and its parsed
-    ``case_scores.json`` (None for a run logged before it existed)."""
+@dataclass(frozen=True)
+class RunArtifacts:
+    """What verify reads of a run: its ``cases.jsonl`` and ``case_scores.json`` as stored (bytes; None for a
+    file the run does not hold), its logged metrics and its ``retrieval.topk`` param."""
+
+    run_id: str
+    cases: bytes
+    scores: bytes | None
+    metrics: dict[str, float]
+    topk: int | None
+
+
+def fetch_run(run_id: str, uri: str) -> RunArtifacts:
+    """The run's case artifacts and metrics from the store; a UsageError for a store, run or artifact that
+    is not there."""
     from ragbench.compare.runcases import SCORES_ARTIFACT
     from ragbench.tracking.store import sqlite_path
 
@@ -212,25 +227,97 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
     client = MlflowClient(tracking_uri=uri)
     try:
         run = client.get_run(run_id)
+        holder = cases_run_id(run)
         with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
-            path = client.download_artifacts(cases_run_id(run), CASES_ARTIFACT, tmp)
-            text = Path(path).read_text(encoding="utf-8")
-            scores_text = None
-            if SCORES_ARTIFACT in {f.path for f in client.list_artifacts(cases_run_id(run))}:
-                scores_text = Path(client.download_artifacts(cases_run_id(run), SCORES_ARTIFACT, tmp)).read_text(
-                    encoding="utf-8")
+            cases = Path(client.download_artifacts(holder, CASES_ARTIFACT, tmp)).read_bytes()
+            scores = None
+            if SCORES_ARTIFACT in {f.path for f in client.list_artifacts(holder)}:
+                scores = Path(client.download_artifacts(holder, SCORES_ARTIFACT, tmp)).read_bytes()
     except (MlflowException, OSError) as exc:
         raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "
                          "ragbench job (and --tracking-uri if it is not the default store)") from None
-    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if not rows:
-        raise UsageError(f"run {run_id}: cases.jsonl holds no case")
     topk = run.data.params.get("retrieval.topk")
+    return RunArtifacts(run_id=run_id, cases=cases, scores=scores, metrics=dict(run.data.metrics),
+                        topk=int(topk) if topk and str(topk).isdigit() else None)
+
+
+class DamagedRecord(Exception):
+    """A run's case artifact cannot be read as case records (cut off, not UTF-8, not JSON objects): the run
+    cannot be checked, exit code 1."""
+
+
+DAMAGED_FIX = "fix: rerun the job to log a fresh record (its stage cache makes that cheap)"
+# what a case record must hold, and as which JSON type, before anything is recomputed from it
+CASE_FIELDS: dict[str, tuple[type, ...]] = {
+    "qid": (str,), "status": (str,), "question": (str,), "question_type": (str,), "answerable": (bool,),
+    "answers": (list,), "doc_ids": (list,), "query_meta": (dict,), "dataset": (str,), "topk": (int,),
+    "ranked_ids": (list,), "hit_units": (list,), "qrels": (dict,), "evidence": (dict,), "contexts": (list,),
+}
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "true/false", type(None): "null"}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def parse_cases(data: bytes, run_id: str) -> list[dict[str, Any]]:
+    """The rows of a ``cases.jsonl`` as stored; a DamagedRecord naming the first line that is not a case
+    record (cut off mid-line, not UTF-8, not JSON, not an object, a record field missing or mistyped),
+    a UsageError for a row of a run logged before case records existed."""
+    lines = data.split(b"\n")
+    rows: list[dict[str, Any]] = []
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"run {run_id}: {CASES_ARTIFACT} line {n}"
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DamagedRecord(f"{where} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                                f"{DAMAGED_FIX}") from None
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            cut = n == len(lines)  # the last line, without the newline every record ends with
+            what = "is cut off mid-line (the file is truncated)" if cut else "is not JSON"
+            raise DamagedRecord(f"{where} {what}: {exc.msg} at column {exc.colno}; {DAMAGED_FIX}") from None
+        if not isinstance(row, dict):
+            raise DamagedRecord(f"{where} is {_json_type(row)}, not a case record (a JSON object); {DAMAGED_FIX}")
+        if not row:
+            raise DamagedRecord(f"{where} is an empty object {{}}, not a case record; {DAMAGED_FIX}")
+        case = f"{where} (case {row['qid']})" if isinstance(row.get("qid"), str) else where
+        if "record_version" not in row:
+            raise UsageError(f"{case} has no case record (a run logged before ragbench.verify); fix: rerun the "
+                             "job with this ragbench to log one")
+        for key, kinds in CASE_FIELDS.items():
+            if key not in row:
+                raise DamagedRecord(f"{case}: the case record has no {key!r}; {DAMAGED_FIX}")
+            if not isinstance(row[key], kinds) or (kinds == (int,) and isinstance(row[key], bool)):
+                raise DamagedRecord(f"{case}: {key!r} is {_json_type(row[key])}, expected "
+                                    f"{_JSON_TYPES[kinds[0]]}; {DAMAGED_FIX}")
+        rows.append(row)
+    if not rows:
+        raise UsageError(f"run {run_id}: {CASES_ARTIFACT} holds no case; fix: pass the id of a job that ran cases")
+    return rows
+
+
+def parse_scores(data: bytes | None) -> Any:
+    """The parsed ``case_scores.json``, ``None`` when the run has none, or the text ``"not JSON"`` (reported
+    as a mismatch: not a case-scores document)."""
+    if data is None:
+        return None
     try:
-        doc = None if scores_text is None else json.loads(scores_text)
-    except json.JSONDecodeError:
-        doc = "not JSON"  # reported as a mismatch: not a case-scores document
-    return rows, dict(run.data.metrics), int(topk) if topk and str(topk).isdigit() else None, doc
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return "not JSON"
+
+
+def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any]:
+    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param) and its parsed
+    ``case_scores.json`` (None when the run has none)."""
+    art = fetch_run(run_id, uri)
+    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -242,19 +329,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from ragbench.judge.verify_calibration import check_calibration, load_calibration
+
+    calibration = load_calibration(args.run_id, args.tracking_uri or default_tracking_uri())
+    if calibration is not None:  # a `ragbench.judge calibrate` run: labelled items and their agreement
+        report = Report()
+        return finish(args.run_id, f"{check_calibration(calibration, report)} labelled items", report, args.show)
     try:
         rows, logged, topk, scores_doc = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
         report = verify_rows(rows, logged, topk)
-        if scores_doc is not None:
+        if scores_doc is None:
+            from ragbench.compare.runcases import SCORES_ARTIFACT
+
+            report.unchecked.append(f"{SCORES_ARTIFACT}: missing from the run's artifacts (deleted, or logged "
+                                    "before ragbench wrote it); ragbench.compare reads cases.jsonl instead")
+        else:
             check_scores_document(rows, scores_doc, report)
     except UsageError as exc:
         print(f"ragbench.verify: {exc}", file=sys.stderr)
         return 2
-    print(f"ragbench.verify {args.run_id}: {len(rows)} cases, {report.compared} values recomputed; "
+    except DamagedRecord as exc:
+        print(f"ragbench.verify: FAILED: {exc}", file=sys.stderr)
+        return 1
+    return finish(args.run_id, f"{len(rows)} cases", report, args.show)
+
+
+def finish(run_id: str, what: str, report: Report, show: int) -> int:
+    """Prints what was compared and the first ``show`` mismatches; the exit code (0 all match, 1 not)."""
+    print(f"ragbench.verify {run_id}: {what}, {report.compared} values recomputed; "
           f"largest difference {report.worst[0]:.3g} ({report.worst[1] or 'none'})")
-    for line in (report.mismatches + report.unchecked)[: args.show]:
+    for line in (report.mismatches + report.unchecked)[:show]:
         print(f"  {line}")
-    more = len(report.mismatches) + len(report.unchecked) - args.show
+    more = len(report.mismatches) + len(report.unchecked) - show
     if more > 0:
         print(f"  ... and {more} more")
     print("OK: every metric matches to 1e-9" if report.ok else

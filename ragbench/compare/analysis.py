@@ -31,7 +31,7 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
     unknown = [s.name for s in specs if s.key not in available]
     if metrics and unknown:
         near = sorted(k for k in available if k.rsplit("/", 1)[-1] in {u.rsplit("/", 1)[-1] for u in unknown})
-        hint = ", ".join(near[:5]) or "answer/f1, retrieval/hit_at_5, retrieval/mrr, context/tokens, latency/generate_p50_ms"
+        hint = ", ".join(near[:5]) or "answer/f1, retrieval/hit_at_5, retrieval/mrr_at_10, context/tokens, latency/generate_p50_ms"
         raise ConfigError(f"--metric {', '.join(unknown)}: no per-case field of that name in the runs' cases.jsonl; "
                           f"use e.g. {hint}")
     baseline_of, how = pair_up(runs, specs[0], baseline=baseline, baseline_runs=baseline_runs)
@@ -40,8 +40,10 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
 
 
 def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000) -> None:
-    """Compares the FINISHED jobs of a sweep (defaults: metrics, baseline per dataset) and logs the report,
-    the JSON and the plots under ``compare/`` on the sweep's parent run, for the MLflow UI."""
+    """Compares the FINISHED jobs of a sweep (defaults: metrics, baseline per dataset) and logs the report
+    (``report.html`` with its drill-down, ``report.md``), the JSON and the plots under ``compare/`` on the
+    sweep's parent run, for the MLflow UI."""
+    from ragbench.compare.html_data import load_records, run_tags
     from ragbench.compare.report import write_report
     from ragbench.compare.select import find_runs, load_cases
 
@@ -50,6 +52,6 @@ def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000)
     runs = [load_cases(client, r) for r in found]
     comp, taxa = analyse(runs, resamples=resamples, notes=notes)
     with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
-        write_report(Path(tmp), comp, taxa)
+        write_report(Path(tmp), comp, taxa, records=load_records(client, found), tags=run_tags(found))
         client.log_artifacts(parent_run_id, tmp, artifact_path="compare")
     log.info("comparison report logged to the sweep run %s under compare/", parent_run_id)

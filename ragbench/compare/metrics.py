@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ragbench.judge.aggregate import is_score
+from ragbench.judge.aggregate import is_score, metric_info
 
 _LATENCY = re.compile(r"^latency/(?P<stage>[a-z_]+)_(?P<stat>p50|p95)_ms$")
 # per-case costs: lower is better (``context/evidence_recall_per_1k_tokens`` is a gain, not a cost)
@@ -14,7 +14,7 @@ _COSTS = ("context/tokens", "prompt_tokens", "completion_tokens")
 _COST_PREFIXES = ("latency/", "tokens/", "cost/")
 _COST_SUFFIXES = ("_tokens", "cost_usd", "judge_failed")
 
-DEFAULTS = ("answer/f1", "judge/accuracy", "retrieval/hit_at_5", "retrieval/mrr", "context/tokens",
+DEFAULTS = ("answer/f1", "judge/accuracy", "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens",
             "latency/generate_p50_ms")
 OPTIONAL_DEFAULTS = ("judge/accuracy",)  # in the defaults only when a compared run has it
 
@@ -32,13 +32,15 @@ class MetricSpec:
 
 
 def metric_spec(name: str) -> MetricSpec:
-    """The spec of a metric name: a per-case key (``answer/f1``, ``retrieval/mrr``, ``context/tokens``)
+    """The spec of a metric name: a per-case key (``answer/f1``, ``retrieval/mrr_at_10``, ``context/tokens``)
     or a latency percentile (``latency/<stage>_p50_ms`` / ``_p95_ms``, ``<stage>`` may be ``total``)."""
     m = _LATENCY.match(name)
     if m:
         return MetricSpec(name=name, key=f"latency/{m['stage']}_ms", statistic=m["stat"], lower_is_better=True,
                           zero_when_failed=False, successful_only=True)
-    cost = (name in _COSTS or name.startswith(_COST_PREFIXES)
+    info = metric_info(name)  # a declared key (judge/claims/*, judge/rf/*): its declaration, not its suffix
+    cost = (not info.higher_is_better if info is not None else
+            name in _COSTS or name.startswith(_COST_PREFIXES)
             or (name.endswith(_COST_SUFFIXES) and not name.endswith("per_1k_tokens")))
     return MetricSpec(name=name, key=name, statistic="mean", lower_is_better=cost, zero_when_failed=is_score(name) and not cost,
                       successful_only=False)

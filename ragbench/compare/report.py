@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +137,13 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy]) -> list[Path]:
-    """``report.md``, ``comparison.json`` and the PNG plots in ``folder``; returns the files written."""
+def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], *,
+                 records: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                 tags: Mapping[str, Mapping[str, str]] | None = None) -> list[Path]:
+    """``report.md``, ``report.html`` (one self-contained file, ``ragbench.compare.html``; ``records``: each
+    run's cases.jsonl rows, for its per-question drill-down), ``comparison.json`` and the PNG plots in
+    ``folder``; returns the files written."""
+    from ragbench.compare.html import write_html
     from ragbench.compare.plots import write_plots
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -164,5 +169,6 @@ def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy]) -> li
     parts += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in images] + [""]
     report = folder / "report.md"
     report.write_text("\n".join(parts), encoding="utf-8")
+    html = write_html(folder / "report.html", comp, taxa, lab, records=records, tags=tags)
     write_json(folder / "comparison.json", comp, taxa)
-    return [report, folder / "comparison.json", *images]
+    return [report, html, folder / "comparison.json", *images]

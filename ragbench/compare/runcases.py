@@ -30,15 +30,13 @@ TAXONOMY_FIELDS = (*QRELS_FIELDS, *RANKED_FIELDS, "retrieved_ids")
 
 
 def config_label(run_name: str) -> str:
-    """What a job ran, from its run name (``#3 dataset=locomo,retrieval.topk=5``): the overrides without
-    the job number and without the ones that only say where results go (``cache.dir=...``)."""
-    from ragbench.tracking.sweep import split_overrides
+    """What a job ran, from its run name (``topk=5 dataset=locomo #3``, or ``#3 dataset=locomo,retrieval.topk=5``
+    from older sweeps): its overrides in sorted order, without the job number and without the ones that only
+    say where results go (``cache.dir=...``)."""
+    from ragbench.tracking.run_names import parse_run_name
 
-    num, _, rest = (run_name or "").partition(" ")
-    if not num.startswith("#"):
-        rest = run_name or ""
-    keep = [o for o in split_overrides(rest) if not o.lstrip("+~").startswith(_WHERE_KEYS)]
-    return ",".join(keep)
+    _, items = parse_run_name(run_name)
+    return ",".join(sorted(o for o in items if not o.lstrip("+~").startswith(_WHERE_KEYS)))
 
 
 @dataclass(frozen=True)

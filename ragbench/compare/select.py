@@ -15,6 +15,8 @@ from ragbench.errors import ConfigError
 from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
+MIN_PREFIX = 6  # characters of a run id that name it (as --baseline: ragbench.compare.comparison.pair_up)
+
 
 def open_store(uri: str) -> Any:
     """An MlflowClient on ``uri``; a sqlite store that does not exist yet is a usage error, not a new store."""
@@ -53,12 +55,18 @@ def find_runs(client: Any, uri: str, experiment: str, *, sweep: str | None = Non
     notes: list[str] = []
     if run_ids:
         runs = []
+        every: list[Any] | None = None  # the experiment's runs, read once for the first id prefix
         for rid in run_ids:
             try:
                 runs.append(client.get_run(rid))
+                continue
             except MlflowException:
-                raise ConfigError(f"--runs: no run {rid!r} in {uri}; run ids are in the MLflow UI or "
-                                  "`ragbench.compare --sweep` output") from None
+                if len(rid) >= 32:
+                    raise ConfigError(f"--runs: no run {rid!r} in {uri}; run ids are in the MLflow UI or "
+                                      "`ragbench.compare --sweep` output") from None
+            if every is None:
+                every = _search(client, _experiment_id(client, experiment, uri), "", "--runs", max_results=50000)
+            runs.append(by_prefix(rid, every, uri))
     else:
         exp_id = _experiment_id(client, experiment, uri)
         if filter_string:
@@ -89,6 +97,23 @@ def find_runs(client: Any, uri: str, experiment: str, *, sweep: str | None = Non
     if not runs:
         raise ConfigError(f"no FINISHED run among the {len(skipped)} selected; nothing to compare")
     return runs, notes
+
+
+def by_prefix(prefix: str, runs: Sequence[Any], uri: str) -> Any:
+    """The one run whose id starts with ``prefix`` (as ``--baseline`` accepts one); a named error for none
+    or several."""
+    if len(prefix) < MIN_PREFIX:
+        raise ConfigError(f"--runs: {prefix!r} is too short to name a run; give at least {MIN_PREFIX} characters "
+                          "of its id")
+    hits = [r for r in runs if str(r.info.run_id).startswith(prefix)]
+    if not hits:
+        raise ConfigError(f"--runs: no run {prefix!r} in {uri}; run ids are in the MLflow UI or "
+                          "`ragbench.compare --sweep` output")
+    if len(hits) > 1:
+        shown = ", ".join(f"{r.info.run_id} ({r.info.run_name})" for r in hits[:5])
+        raise ConfigError(f"--runs: the prefix {prefix!r} matches {len(hits)} runs ({shown}{', ...' if len(hits) > 5 else ''}); "
+                          "give more characters of the id")
+    return hits[0]
 
 
 @contextlib.contextmanager

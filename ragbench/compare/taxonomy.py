@@ -1,12 +1,13 @@
 """Where each case's gold evidence was lost: not retrieved, ranked below k, dropped by expansion, or
-in the context but answered wrong. Read from what a run's cases.jsonl holds."""
+in the context but answered wrong -- and, when the run has claim diagnostics (``judge=[...,claims]``), why
+such an answer went wrong (after RAGChecker). Read from what a run's cases.jsonl holds."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,17 @@ ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD = "answered_wrong", "answered_ri
 CATEGORIES = (NOT_RETRIEVED, BELOW_K, LOST_BY_EXPANSION, ANSWERED_WRONG, ANSWERED_RIGHT, FAILED, NO_GOLD)
 CORRECT_AT = 0.5  # an answer scoring at least this (judge accuracy, else answer F1) counts as right
 _HIT_AT = re.compile(r"^retrieval/hit_at_(\d+)$")
+# why an answered-wrong case (its evidence in the context) went wrong, read from its claim metrics
+# (ragbench.judge.claims, after RAGChecker, Ru et al. 2024), in this order of precedence:
+HALLUCINATED = "hallucinated"  # judge/claims/hallucination > 0: a claim in neither the gold nor the passages
+MISLED_BY_CONTEXT = "misled_by_context"  # judge/claims/noise_sensitivity > 0: a wrong claim taken from a passage
+MISSED_EVIDENCE = "missed_evidence_in_context"  # context utilisation < 0.5 and claim recall < 0.5: the gold's
+# claims were in the passages, the answer left them out
+UNEXPLAINED = "not_explained_by_claims"  # no wrong claim and the evidence used: the claim checker and the
+# answer judge disagree
+CAUSES = (HALLUCINATED, MISLED_BY_CONTEXT, MISSED_EVIDENCE, UNEXPLAINED)
+CLAIM_KEYS = ("judge/claims/hallucination", "judge/claims/noise_sensitivity", "judge/claims/context_utilisation",
+              "judge/claims/recall")
 
 
 @dataclass(frozen=True)
@@ -32,10 +44,14 @@ class Taxonomy:
     depth: int | None  # how deep the ranked list that separates "below k" from "not retrieved" goes
     source: str
     notes: tuple[str, ...]  # about this run's reading, without the run's name
+    # per question type: the answered-wrong cases by CAUSES (empty when the run has no claim metrics)
+    causes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def json(self) -> list[dict[str, Any]]:
         return [{"run": self.run, "type": t, "topk": self.topk, "depth": self.depth, "source": self.source,
-                 **{c: counts.get(c, 0) for c in CATEGORIES}} for t, counts in self.counts.items()]
+                 **{c: counts.get(c, 0) for c in CATEGORIES},
+                 **({f"{ANSWERED_WRONG}/{c}": self.causes.get(t, {}).get(c, 0) for c in CAUSES} if self.causes else {})}
+                for t, counts in self.counts.items()]
 
 
 def gold_ids(qrels: Any) -> set[str] | None:
@@ -77,10 +93,11 @@ def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, 
         in_topk = any(str(x) in gold for x in ranked[:topk])
         deeper = any(str(x) in gold for x in ranked[topk:])
     else:
-        if np.isnan(_value(run, "retrieval/mrr", i)):
+        mrr = "retrieval/mrr_at_10" if "retrieval/mrr_at_10" in run.fields else "retrieval/mrr"  # (older runs)
+        if np.isnan(_value(run, mrr, i)):
             return NO_GOLD, False  # the job scores retrieval only for questions with matched evidence
         in_topk = _value(run, f"retrieval/hit_at_{topk}", i) > 0
-        deeper = _value(run, "retrieval/mrr", i) > 0 or any(
+        deeper = _value(run, mrr, i) > 0 or any(
             _value(run, f"retrieval/hit_at_{j}", i) > 0 for j in range(topk + 1, metric_depth + 1))
     if not in_topk:
         return (BELOW_K if deeper else NOT_RETRIEVED), by_ids
@@ -92,10 +109,25 @@ def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, 
     return (ANSWERED_RIGHT if score >= CORRECT_AT else ANSWERED_WRONG), by_ids
 
 
+def wrong_cause(run: RunCases, i: int) -> str | None:
+    """Why case ``i`` (answered wrong with its evidence in the context) went wrong by its claim metrics
+    (``CAUSES``, first that applies); None when the case has no claim metric."""
+    hallucination, noise, utilisation, recall = (_value(run, k, i) for k in CLAIM_KEYS)
+    if all(np.isnan(x) for x in (hallucination, noise, utilisation, recall)):
+        return None
+    if hallucination > 0:
+        return HALLUCINATED
+    if noise > 0:
+        return MISLED_BY_CONTEXT
+    if utilisation < CORRECT_AT and not recall >= CORRECT_AT:  # NaN utilisation: no gold claim in the passages
+        return MISSED_EVIDENCE
+    return UNEXPLAINED
+
+
 def taxonomy(run: RunCases) -> Taxonomy:
     """The failure taxonomy of one run, overall and per question type."""
     ks = [int(m[1]) for k in run.fields if (m := _HIT_AT.match(k))]
-    metric_depth = max(ks, default=0)  # the job scores ranks down to max(1, 3, 5, top-k)
+    metric_depth = max(ks, default=0)  # the job scores ranks down to max(1, 3, 5, 10, top-k)
     ranked_len = max((len(r.get("retrieved_ids") or []) for r in run.rows), default=0)
     topk = run.topk or ranked_len or metric_depth
     notes: list[str] = []
@@ -115,5 +147,20 @@ def taxonomy(run: RunCases) -> Taxonomy:
         counts[ALL][category] += 1
         counts.setdefault(qtype, Counter())[category] += 1
     ordered = {ALL: counts[ALL], **{t: counts[t] for t in sorted(counts) if t != ALL}}
+    causes: dict[str, Counter] = {}
+    if any(k in run.fields for k in CLAIM_KEYS):
+        causes = {t: Counter() for t in ordered}
+        for i, (qtype, (category, _)) in enumerate(zip(run.types, per_case, strict=True)):
+            cause = wrong_cause(run, i) if category == ANSWERED_WRONG else None
+            if cause is not None:
+                causes[ALL][cause] += 1
+                causes[qtype][cause] += 1
+        wrong, why = counts[ALL][ANSWERED_WRONG], causes[ALL]
+        notes.append(f"of the {wrong} answered wrong with the evidence in the context, {sum(why.values())} have claim "
+                     f"diagnostics: {why[HALLUCINATED]} {HALLUCINATED} (a claim in neither the gold nor the passages), "
+                     f"{why[MISLED_BY_CONTEXT]} {MISLED_BY_CONTEXT} (a wrong claim taken from a passage), "
+                     f"{why[MISSED_EVIDENCE]} {MISSED_EVIDENCE} (context utilisation and claim recall < {CORRECT_AT}), "
+                     f"{why[UNEXPLAINED]} {UNEXPLAINED}")
     return Taxonomy(run=run.run_id, run_name=run.name, counts={t: dict(c) for t, c in ordered.items()},
-                    topk=topk, depth=depth, source=source, notes=tuple(notes))
+                    topk=topk, depth=depth, source=source, notes=tuple(notes),
+                    causes={t: dict(c) for t, c in causes.items()})

@@ -55,14 +55,21 @@ def cmd_download(args: argparse.Namespace) -> int:
         print(f"no official download for {args.name!r}; downloadable: {', '.join(sorted(SOURCES))}", file=sys.stderr)
         return 2
     root = Path(args.dest).expanduser() if args.dest else dataset_dir(args.name)
-    download(source, root, force=args.force, retries=args.retries)
+    if args.zip:  # the official archive fetched by hand: checked against its published checksum, unpacked
+        from ragbench.datasets.download import install_archive
+
+        install_archive(source, Path(args.zip).expanduser(), root)
+    else:
+        download(source, root, force=args.force, retries=args.retries)
     if args.pdfs:
         if args.name != "financebench":
             print("--pdfs only applies to financebench", file=sys.stderr)
             return 2
         download(source, root, force=args.force, retries=args.retries, files=_financebench_pdfs(root))
     print(f"{args.name}: official files in {root}")
-    if not args.dest:
+    if args.name.startswith("beir/"):
+        print(f"use them with: dataset=beir dataset.path={root}")
+    elif not args.dest:
         print(f"use them with: dataset={args.name} dataset.variant=full")
     else:
         print(f"use them with: dataset={args.name} dataset.path={root}")
@@ -150,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pdfs", action="store_true", help="financebench: also fetch the referenced filings")
     p.add_argument("--dest", help="folder to download into instead of the cache")
     p.add_argument("--retries", type=int, default=3)
+    p.add_argument("--zip", help="install the official archive you downloaded by hand (checksum checked)")
     p.set_defaults(func=cmd_download)
     p = sub.add_parser("stats", help="documents, questions by type, evidence coverage, skipped items")
     p.add_argument("name")

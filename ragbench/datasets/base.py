@@ -51,6 +51,11 @@ class BaseAdapter:
 
     doc_id_field = "document id"
     qid_field = "question id"
+    # the dataset's protocol: "document" when relevance is judged per document (retrieval/doc/* metrics)
+    evidence_level = "passage"
+    has_answers = True  # False: retrieval judgements only (BEIR); questions are kept without a gold answer
+    own_files = False  # True: the user's own files (custom): error fixes say how to correct them, not re-download
+    answers_optional = False  # True: a question may come without a gold answer (custom: scored on retrieval only)
 
     def __init__(
         self,
@@ -126,7 +131,7 @@ class BaseAdapter:
         (``ragbench.reuse``)."""
         from ragbench.reuse import LAST, file_signature
 
-        state = sorted((k, repr(v)) for k, v in vars(self).items() if k != "id_files")
+        state = sorted((k, repr(v)) for k, v in vars(self).items() if k not in ("id_files", "evidence_level"))
         evalset, id_files = LAST.get(
             "dataset", (type(self).__module__, type(self).__qualname__, repr(state)), (),
             lambda: (self._load(), dict(self.id_files)), signature=lambda v: file_signature(v[0].root, v[0].files))
@@ -136,26 +141,29 @@ class BaseAdapter:
     def _load(self) -> EvalSet:
         from ragbench.datasets.sampling import sample
 
-        reader = FileReader(dataset=self.name, root=self.root(), limits=self.limits)
+        reader = FileReader(dataset=self.name, root=self.root(), limits=self.limits, own=self.own_files)
         docs, queries, stats = self._read(reader)
         where = ", ".join(dict.fromkeys(str(reader.root / rel) for rel, _ in reader.digests())) or str(reader.root)
         files = {"document": where, "question": where, **self.id_files}
-        fix = "give every record its own id (official files have none repeated: re-download the file)"
+        fix = ("give every record its own id" if self.own_files else
+               "give every record its own id (official files have none repeated: re-download the file)")
         unique_ids("document", [d.doc_id for d in docs], dataset=self.name, file=files["document"],
                    field=self.doc_id_field, fix=fix)
         unique_ids("question", [q.qid for q in queries], dataset=self.name, file=files["question"],
                    field=self.qid_field, fix=fix)
         check_documents(docs, self.limits, dataset=self.name, file=where)
-        queries = usable_queries(queries, stats, dataset=self.name)
+        queries = usable_queries(queries, stats, dataset=self.name, require_gold=self.has_answers and not self.answers_optional)
         if not docs:
             raise DatasetError(
                 "the corpus is empty (no documents were read)", dataset=self.name, file=str(reader.root),
-                fix="check dataset.path points at the official files",
+                fix="put your documents below dataset.path" if self.own_files else
+                "check dataset.path points at the official files",
             )
         if not queries:
             raise DatasetError(
                 "no questions were read", dataset=self.name, file=str(reader.root),
-                fix="check dataset.path and the split/category options",
+                fix="write questions into dataset.qa_file" if self.own_files else
+                "check dataset.path and the split/category options",
             )
         docs, queries = sample(docs, queries, **self.sampling_spec(), dataset=self.name)
         spec = {"dataset": self.name, "read": self.read_spec(), "sampling": self.sampling_spec()}

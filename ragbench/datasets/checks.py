@@ -54,14 +54,16 @@ def check_documents(docs: Sequence[Document], limits: Limits, *, dataset: str, f
             raise too_large(exc, dataset=dataset, file=str(doc.meta.get("file") or file)) from None
 
 
-def usable_queries(queries: Sequence[Query], stats: dict[str, int], *, dataset: str) -> list[Query]:
-    """Queries without text, and answerable ones without a non-blank gold, dropped and counted."""
+def usable_queries(queries: Sequence[Query], stats: dict[str, int], *, dataset: str,
+                   require_gold: bool = True) -> list[Query]:
+    """Queries without text, and answerable ones without a non-blank gold (when ``require_gold``: a dataset
+    of retrieval judgements alone, BEIR, has none), dropped and counted."""
     kept: list[Query] = []
     empty = no_gold = 0
     for q in queries:
         if not q.text.strip():
             empty += 1
-        elif q.answerable and not any(a.strip() for a in q.answers):
+        elif require_gold and q.answerable and not any(a.strip() for a in q.answers):
             no_gold += 1
         else:
             kept.append(q)

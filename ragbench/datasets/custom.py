@@ -1,60 +1,60 @@
-"""The user's own corpus: a folder of .txt/.md/.pdf files plus a QA file (JSONL or EasyRAG JSON)."""
+"""The user's own corpus: a folder of .txt/.md/.pdf files (or a JSONL corpus file) plus a QA file (JSONL or
+EasyRAG JSON)."""
 
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader
-from ragbench.datasets.customqa import RawQA, parse_easyrag, parse_jsonl
+from ragbench.datasets.customdocs import corpus_documents, md_title, text_document
+from ragbench.datasets.customqa import EVIDENCE_FORMS, RawEvidence, RawQA, parse_easyrag, parse_jsonl
 from ragbench.datasets.filetext import TEXT_ENCODINGS, UnreadableDocument, decode_text
 from ragbench.errors import ConfigError, DatasetError
-from ragbench.text import loose_normalize
-from ragbench.types import Document, Evidence, Paragraph, Query, Section
+from ragbench.evidence import soft_covered
+from ragbench.text import loose_normalize, normalize, split_tokens, tokens
+from ragbench.types import Document, EvalSet, Evidence, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
 
 DOC_SUFFIXES = (".txt", ".md", ".pdf")
 QA_FORMATS = ("auto", "jsonl", "easyrag")
 MISSING_DOCUMENTS = ("error", "ignore")
+READING = 2  # how documents become text (titles indexed since 2): part of the fingerprint, so cached chunks follow
+_md_title = md_title  # kept importable from here
 
 
-_MD_HEAD = re.compile(r"^#\s+", flags=re.MULTILINE)
-
-
-def _md_title(text: str) -> str | None:
-    r"""Title of the first ``# heading``: what r"^#\s+(.+?)\s*#*\s*$" (MULTILINE) captures, in linear time
-    (that pattern backtracks cubically over a long run of spaces)."""
-    m = _MD_HEAD.search(text)
-    if not m:
-        return None
-    pos = m.end()
-    if pos < len(text):  # the greedy \s+ stopped at a non-space: the title is the rest of that line
-        end = text.find("\n", pos)
-        line = text[pos:] if end < 0 else text[pos:end]
-        return line[: max(1, len(line.rstrip().rstrip("#").rstrip()))]
-    tail = text[m.start() + 1:]  # "#" and only whitespace to the end: the last non-newline character
-    return next((tail[j] for j in range(len(tail) - 1, 0, -1) if tail[j] != "\n"), None)
+def names_document(ev: Evidence) -> bool:
+    """Whether an evidence item is a whole document (relevance given per document): its ref is its document."""
+    return ev.text is None and ev.ref is not None and ev.ref == ev.doc_id
 
 
 class CustomAdapter(BaseAdapter):
     """Documents: every .txt/.md/.pdf below ``path/docs_dir`` (doc_id = path relative to it; PDFs as one
-    section per page, ref = 1-based page number). Questions: ``qa_file`` (relative to ``path``).
+    section per page, ref = 1-based page number), or the lines of ``corpus_file`` (JSONL: ``id``, ``title``,
+    ``text``; doc_id = ``id``). A title (front matter ``title:``, a ``.md`` first heading, a corpus line's
+    ``title``) is indexed with the first paragraph. Questions: ``qa_file`` (relative to ``path``).
 
-    Document names in the QA file may be the relative path, the file name or the stem. Quotes without
-    a document are located in the corpus (exact normalised text) to fill the question's doc_ids.
-    Question ids must be unique (a line without ``id`` is numbered ``q<line>``).
+    Relevance: a quote (located in the corpus: a quote without a document fills the question's doc_ids), a
+    ``ref`` (a PDF page, a chunk id), or a whole document named by its id, file name or stem (a string that
+    names one, ``{"doc_id": ...}`` alone, or ``doc_ids`` on a question without evidence). When every item names
+    a document the dataset is judged per document (``evidence_level``: ``retrieval/doc/*`` metrics). Evidence
+    that matches no document is counted and warned about; when none of it matches, the load stops.
+    Question ids must be unique (a line without ``id`` is numbered ``q<line>``); ``answers`` may be left out
+    (the question is scored on retrieval only).
     """
 
     doc_id_field = "file path below docs_dir"
     qid_field = "id"
+    own_files = True
+    answers_optional = True
 
     def __init__(
         self,
         *,
         docs_dir: str = ".",
+        corpus_file: str | None = None,
         qa_file: str = "qa.jsonl",
         qa_format: str = "auto",
         text_encoding: str = "utf-8",
@@ -67,10 +67,13 @@ class CustomAdapter(BaseAdapter):
             if value not in valid:
                 raise ConfigError(f"dataset.{key}={value!r} is not valid; choose one of {list(valid)}")
         self.docs_dir = docs_dir
+        self.corpus_file = corpus_file or None
         self.qa_file = qa_file
         self.qa_format = qa_format
         self.text_encoding = text_encoding
         self.missing_documents = missing_documents
+        if self.corpus_file:
+            self.doc_id_field = "id"
 
     def root(self) -> Path:
         if not self.path:
@@ -82,9 +85,24 @@ class CustomAdapter(BaseAdapter):
 
     def read_spec(self) -> dict[str, Any]:
         return {"docs_dir": self.docs_dir, "qa_file": self.qa_file, "qa_format": self.qa_format,
-                "text_encoding": self.text_encoding, "missing_documents": self.missing_documents}
+                "text_encoding": self.text_encoding, "missing_documents": self.missing_documents,
+                "reading": READING, **({"corpus_file": self.corpus_file} if self.corpus_file else {})}
+
+    def load(self) -> EvalSet:
+        """The evaluation set; ``evidence_level`` is ``document`` when every evidence item names a document."""
+        evalset = super().load()
+        items = [ev for q in evalset.queries for ev in q.evidence]
+        self.evidence_level = "document" if items and all(names_document(ev) for ev in items) else "passage"
+        return evalset
 
     def _documents(self, reader: FileReader, stats: dict[str, int]) -> tuple[list[Document], set[str]]:
+        if self.corpus_file:
+            lines = corpus_documents(reader, self.corpus_file, dataset=self.name, stats=stats)
+            if not lines:
+                raise DatasetError("the corpus file holds no document with text", dataset=self.name,
+                                   file=str(reader.root / self.corpus_file),
+                                   fix='write one {"id": ..., "title": ..., "text": ...} object per line')
+            return lines, set()
         base = reader.root / self.docs_dir
         if not base.is_dir():
             raise DatasetError("the documents folder does not exist", dataset=self.name, file=str(base),
@@ -122,11 +140,11 @@ class CustomAdapter(BaseAdapter):
                     f"invalid {self.text_encoding} at byte {exc.start} (line {line})", dataset=self.name,
                     file=str(p), fix="re-save the file as UTF-8, or set dataset.text_encoding=auto",
                 ) from exc
-            if not text.strip():
+            doc = text_document(doc_id, p.stem, p.suffix.lower(), text, rel) if text.strip() else None
+            if doc is None:
                 stats["documents_empty"] += 1
                 continue
-            title = (_md_title(text) if p.suffix.lower() == ".md" else None) or p.stem
-            docs.append(Document(doc_id=doc_id, title=title, text=text, meta={"file": rel}))
+            docs.append(doc)
         if not docs:
             raise DatasetError(
                 f"the corpus is empty: no readable {'/'.join(DOC_SUFFIXES)} file below the folder",
@@ -153,18 +171,16 @@ class CustomAdapter(BaseAdapter):
     def _read(self, reader: FileReader) -> tuple[list[Document], list[Query], dict[str, int]]:
         stats = {"documents_empty": 0, "pdf_unreadable": 0, "evidence_items": 0, "evidence_doc_inferred": 0,
                  "evidence_quote_not_found": 0, "missing_documents_ignored": 0, "qa_skipped_unreadable_document": 0,
-                 "qa_without_evidence": 0}
+                 "qa_without_evidence": 0, "evidence_documents": 0, "evidence_not_found": 0,
+                 "qa_evidence_not_found": 0}
         docs, unreadable = self._documents(reader, stats)
         file, raw = self._questions(reader)
-        self.id_files = {"document": str(reader.root / self.docs_dir), "question": file}
-        names: dict[str, set[str]] = {}
-        for d in docs:
-            for key in {d.doc_id, d.doc_id.rsplit("/", 1)[-1], Path(d.doc_id).stem}:
-                names.setdefault(key, set()).add(d.doc_id)
-        bodies = {d.doc_id: loose_normalize(d.text or " ".join(p.text for s in d.sections for p in s.paragraphs)) for d in docs}
+        where_docs = reader.root / (self.corpus_file or self.docs_dir)
+        self.id_files = {"document": str(where_docs), "question": file}
+        corpus = _Corpus(docs, by_file=not self.corpus_file)
 
         def resolve(name: str, qa: RawQA, field: str) -> str | None:
-            found = names.get(name) or names.get(name.rsplit("/", 1)[-1] if "/" in name else name)
+            found = corpus.named(name)
             if found and len(found) == 1:
                 return next(iter(found))
             if name in unreadable or Path(name).name in {Path(u).name for u in unreadable}:
@@ -173,28 +189,42 @@ class CustomAdapter(BaseAdapter):
                 stats["missing_documents_ignored"] += 1
                 return None
             problem = f"{name!r} is ambiguous: {sorted(found)}" if found else f"no document {name!r} in the corpus"
+            how = (f"name a document by its id in {where_docs}" if self.corpus_file else
+                   f"name a file below {where_docs} by its relative path")
             raise DatasetError(
                 f"the question refers to a missing document: {problem}", dataset=self.name, file=file,
                 record=qa.where, field=field,
-                fix=f"name a file below {reader.root / self.docs_dir} by its relative path, or set "
-                "dataset.missing_documents=ignore to keep the quotes without a document",
+                fix=f"{how}, or set dataset.missing_documents=ignore to keep the quotes without a document",
             )
 
+        def item(raw_ev: RawEvidence, qa: RawQA) -> Evidence | None:
+            whole = raw_ev.doc if raw_ev.doc and not raw_ev.text and not raw_ev.ref else None
+            if whole is None and not raw_ev.doc and bool(raw_ev.text) != bool(raw_ev.ref):
+                name = str(raw_ev.text or raw_ev.ref)  # a string or a bare ref that names a document is that document
+                whole = name if corpus.names.get(name) else None
+            if whole is not None:
+                doc = resolve(whole, qa, raw_ev.doc_field)
+                stats["evidence_documents"] += doc is not None
+                return Evidence(ref=doc, doc_id=doc, relevance=raw_ev.relevance) if doc else None
+            doc = resolve(raw_ev.doc, qa, raw_ev.doc_field) if raw_ev.doc else None
+            return Evidence(ref=raw_ev.ref, text=raw_ev.text, doc_id=doc, relevance=raw_ev.relevance)
+
         queries: list[Query] = []
+        unmatched: list[str] = []
         for qa in raw:
             try:
                 doc_ids = [d for d in (resolve(x, qa, "doc_ids") for x in qa.docs) if d]
-                evidence = []
-                for raw_ev in qa.evidence:
-                    doc = resolve(raw_ev.doc, qa, raw_ev.doc_field) if raw_ev.doc else None
-                    evidence.append(Evidence(ref=raw_ev.ref, text=raw_ev.text, doc_id=doc, relevance=raw_ev.relevance))
+                evidence = [ev for ev in (item(r, qa) for r in qa.evidence) if ev is not None]
             except _Unreadable:
                 stats["qa_skipped_unreadable_document"] += 1
                 continue
+            if not qa.evidence and doc_ids:  # doc_ids alone: those documents are the relevant ones
+                evidence = [Evidence(ref=d, doc_id=d) for d in doc_ids]
+                stats["evidence_documents"] += len(evidence)
             located = []
             for ev in evidence:
                 if ev.doc_id is None and ev.text:
-                    hits = [d for d, body in bodies.items() if loose_normalize(ev.text) and loose_normalize(ev.text) in body]
+                    hits = corpus.containing(ev.text)
                     if len(hits) == 1:
                         stats["evidence_doc_inferred"] += 1
                         ev = Evidence(ref=ev.ref, text=ev.text, doc_id=hits[0], relevance=ev.relevance)
@@ -203,16 +233,94 @@ class CustomAdapter(BaseAdapter):
                 located.append(ev)
                 if ev.doc_id and ev.doc_id not in doc_ids:
                     doc_ids.append(ev.doc_id)
+            found = [corpus.found(ev) for ev in located]
             stats["evidence_items"] += len(located)
+            stats["evidence_not_found"] += found.count(False)
             if not located:
                 stats["qa_without_evidence"] += 1
+            elif not any(found):
+                stats["qa_evidence_not_found"] += 1
+                unmatched.append(f"{qa.where} {_shown(located[0])}")
             queries.append(Query(qid=qa.qid, text=qa.question, answers=qa.answers, question_type=qa.question_type,
                                  answerable=qa.answerable, evidence=tuple(located), doc_ids=tuple(doc_ids),
                                  meta=dict(qa.meta)))
-        if stats["evidence_quote_not_found"]:
-            log.warning("custom: %d evidence quotes were not found verbatim in any document (counted)",
-                        stats["evidence_quote_not_found"])
+        _check_matched(queries, stats, unmatched, dataset=self.name, file=file)
         return docs, queries, stats
+
+
+def _shown(ev: Evidence) -> str:
+    value = ev.text or ev.ref or ""
+    return repr(value if len(value) <= 60 else value[:57] + "...")
+
+
+def _check_matched(queries: list[Query], stats: dict[str, int], unmatched: list[str], *, dataset: str,
+                   file: str) -> None:
+    """Stops the load when the questions give evidence and none of it matches a document; a partial match is
+    counted (``dataset/qa_evidence_not_found``) and warned about on the terminal. A set with neither evidence
+    nor gold answers has nothing to score."""
+    given = sum(1 for q in queries if q.evidence)
+    if given and stats["qa_evidence_not_found"] == given:
+        raise DatasetError(
+            f"the evidence of none of the {given} questions matches a document (first: {unmatched[0]}); no "
+            "retrieval metric could be computed", dataset=dataset, file=file, field="evidence",
+            fix=f"copy quotes verbatim from the documents, or name documents: {EVIDENCE_FORMS}")
+    if unmatched:
+        log.warning("custom: the evidence of %d of %d questions matches no document (first: %s); they are left out "
+                    "of the retrieval metrics (counted in dataset/qa_evidence_not_found)", len(unmatched), given,
+                    unmatched[0])
+    if queries and not given and not any(q.answers for q in queries):
+        raise DatasetError(
+            "the questions have neither evidence nor answers: nothing can be scored", dataset=dataset, file=file,
+            field="answers", fix=f'give each question "answers", or its relevance: {EVIDENCE_FORMS}')
+
+
+class _Corpus:
+    """Where names and quotes lead: document ids (and, for files, file names and stems), normalised texts and
+    token sets, the refs of each document's sections and paragraphs (PDF pages)."""
+
+    def __init__(self, docs: list[Document], *, by_file: bool) -> None:
+        self.names: dict[str, set[str]] = {}
+        for d in docs:
+            keys = {d.doc_id, d.doc_id.rsplit("/", 1)[-1], Path(d.doc_id).stem} if by_file else {d.doc_id}
+            for key in keys:
+                self.names.setdefault(key, set()).add(d.doc_id)
+        texts = {d.doc_id: " ".join(p.text for s in d.sections for p in s.paragraphs) for d in docs}
+        self.loose = {d: loose_normalize(t) for d, t in texts.items()}
+        self._texts = texts
+        self._tokens: dict[str, set[str]] = {}
+        self.refs = {d.doc_id: {r for s in d.sections for r in (s.ref, *(p.ref for p in s.paragraphs)) if r}
+                     for d in docs}
+
+    def named(self, name: str) -> set[str]:
+        """The documents ``name`` names (empty: none)."""
+        return self.names.get(name) or (self.names.get(name.rsplit("/", 1)[-1], set()) if "/" in name else set())
+
+    def containing(self, quote: str) -> list[str]:
+        """The documents holding ``quote`` (exact, loosely normalised)."""
+        needle = loose_normalize(quote)
+        return [d for d, body in self.loose.items() if needle and needle in body]
+
+    def _soft(self, quote: str, doc: str) -> bool:
+        if doc not in self._tokens:
+            self._tokens[doc] = set(split_tokens(normalize(self._texts[doc])))
+        return soft_covered(tokens(quote), self._tokens[doc])
+
+    def found(self, ev: Evidence) -> bool:
+        """Whether an item can match the chunks: a named document; a ref that is a page of its document or a
+        chunk id (``<doc>#...``) of a known document; a quote found exactly, or by the evidence matcher's soft
+        rule, in its document (any document when it names none)."""
+        if names_document(ev):
+            return True
+        docs = [ev.doc_id] if ev.doc_id else list(self.loose)
+        if ev.ref and (any(ev.ref in self.refs.get(d, ()) for d in docs)
+                       or ev.ref.partition("#")[0] in self.loose and "#" in ev.ref):
+            return True
+        if not ev.text:
+            return False
+        needle = loose_normalize(ev.text)
+        if needle and any(needle in self.loose.get(d, "") for d in docs):
+            return True
+        return len(tokens(ev.text)) >= 4 and any(self._soft(ev.text, d) for d in docs if d in self._texts)
 
 
 class _Unreadable(Exception):

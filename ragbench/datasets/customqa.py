@@ -44,7 +44,7 @@ Check = Callable[..., Any]
 
 def _checker(dataset: str, file: str) -> Check:
     def check(record: Any, key: str, where: str, types: tuple[type, ...]) -> Any:
-        return require(record, key, dataset=dataset, file=file, where=where, types=types)
+        return require(record, key, dataset=dataset, file=file, where=where, types=types, own=True)
     return check
 
 
@@ -56,15 +56,45 @@ def _relevance(value: Any, *, dataset: str, file: str, where: str) -> int:
     return int(value)
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def given(row: Any) -> bool:
+    """Whether a QA line carries its own ``id`` (a blank or null one counts as none)."""
+    return isinstance(row, dict) and row.get("id") not in (None, "")
+
+
+def _one_id_rule(rows: list[dict[str, Any]], *, dataset: str, file: str) -> None:
+    """Every line has an ``id`` or none has: a line without one is ``q<line>``, which could be an id
+    written on another line (then the duplicate-id error would name an id the user wrote once)."""
+    without = [n for n, row in enumerate(rows, start=1) if not given(row)]
+    with_id = len(rows) - len(without)
+    if with_id and without:
+        shown = ", ".join(map(str, without[:5])) + (f" and {len(without) - 5} more" if len(without) > 5 else "")
+        raise DatasetError(f"the file mixes lines with an 'id' ({with_id}) and lines without one (line {shown}); "
+                           "a generated id (q<line>) could equal one written", dataset=dataset, file=file, field="id",
+                           fix="give every line its own id, or remove them all (then each is q<line number>)")
+
+
+EVIDENCE_FORMS = ('"evidence": ["a quote from a document", "file.md"] (a string that names a document by its id, '
+                  'file name or stem is that document), [{"text": "quote", "doc_id": "file.md"}], '
+                  '[{"doc_id": "file.md", "relevance": 2}], or "doc_ids": ["file.md"]')
+
+
 def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[RawQA]:
-    """ragbench QA JSONL: ``question``, ``answers`` (list or string), optional ``id``, ``question_type``,
-    ``answerable``, ``doc_ids`` and ``evidence`` (quotes as strings, or ``{text, ref, doc_id, relevance}``)."""
+    """ragbench QA JSONL: ``question``, ``answers`` (list or string; optional: a question without it is
+    scored on retrieval only), optional ``id`` (on every line or on none: then ``q<line>``),
+    ``question_type``, ``answerable``, ``doc_ids`` and ``evidence`` (strings: quotes or document names;
+    objects ``{text, ref, doc_id, relevance}``, of which ``{doc_id}`` alone names a relevant document)."""
     check = _checker(dataset, file)
+    _one_id_rule(rows, dataset=dataset, file=file)
     out: list[RawQA] = []
     for n, row in enumerate(rows, start=1):
         where = f"line {n}"
         question = check(row, "question", where, (str,))
-        answers = check(row, "answers", where, (list, str))
+        answers = check(row, "answers", where, (list, str)) if isinstance(row, dict) and "answers" in row else []
         answers = [answers] if isinstance(answers, str) else answers
         for a in answers:
             if not isinstance(a, str | int | float) or isinstance(a, bool):
@@ -73,22 +103,28 @@ def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[
         answerable = row.get("answerable", True)
         if not isinstance(answerable, bool):
             check(row, "answerable", where, (bool,))
-        if answerable and not any(str(a).strip() for a in answers):
+        if answerable and "answers" in row and not any(str(a).strip() for a in answers):
             # a blank gold would score a refusal ("Not mentioned") as F1 1.0
             raise DatasetError("an answerable question needs a non-empty gold answer", dataset=dataset, file=file,
                                record=where, field="answers",
-                               fix='write "answers": ["..."], or "answerable": false for a question the '
-                               "documents cannot answer")
+                               fix='write "answers": ["..."], "answerable": false for a question the '
+                               'documents cannot answer, or leave "answers" out to score retrieval only')
+        items = row.get("evidence")
+        if items is not None and not isinstance(items, list):
+            raise DatasetError(f"evidence must be a list, found {type(items).__name__} {_short(items)}",
+                               dataset=dataset, file=file, record=where, field="evidence",
+                               fix='write "evidence": ["quote", {"text": "quote", "doc_id": "file.md"}], or leave '
+                               "it out")
         evidence: list[RawEvidence] = []
-        for ei, item in enumerate(row.get("evidence") or []):
+        for ei, item in enumerate(items or []):
             ewhere = f"{where} evidence[{ei}]"
             if isinstance(item, str):
                 evidence.append(RawEvidence(text=item, ref=None, doc=None, relevance=1))
                 continue
-            if not isinstance(item, dict) or not (item.get("text") or item.get("ref")):
-                raise DatasetError("an evidence item must be a quote string or an object with 'text' or 'ref'",
+            if not isinstance(item, dict) or not (item.get("text") or item.get("ref") or item.get("doc_id")):
+                raise DatasetError("an evidence item must be a string or an object with 'text', 'ref' or 'doc_id'",
                                    dataset=dataset, file=file, record=ewhere, field="evidence",
-                                   fix='write "evidence": ["quote", {"text": "quote", "doc_id": "file.md"}]')
+                                   fix=f"write {EVIDENCE_FORMS}")
             evidence.append(RawEvidence(
                 text=str(item["text"]) if item.get("text") else None,
                 ref=str(item["ref"]) if item.get("ref") else None,
@@ -101,7 +137,7 @@ def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[
             check(row, "doc_ids", where, (list,))
         qtype = row.get("question_type") or DEFAULT_TYPE
         out.append(RawQA(
-            qid=str(row.get("id") or f"q{n}"), question=question,
+            qid=str(row["id"]) if given(row) else f"q{n}", question=question,
             answers=tuple(str(a) for a in answers) or ((NOT_MENTIONED,) if not answerable else ()),
             question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
             docs=tuple(str(d) for d in docs), where=where, meta={},
@@ -138,7 +174,8 @@ def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:
             ewhere = f"{where} evidence[{ei}]"
             quote = item.get("quote") if isinstance(item, dict) else None
             node = item.get("node_id") if isinstance(item, dict) else None
-            if not quote and not node:
+            named = item.get("document_id") if isinstance(item, dict) else None
+            if not quote and not node and not named:  # document_id alone: that document is the evidence
                 check(item, "quote", ewhere, (str,))
             relevance = _relevance(item.get("relevance", 1), dataset=dataset, file=file, where=ewhere)
             if node:
@@ -147,7 +184,7 @@ def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:
                 continue
             # EasyRAG node ids name EasyRAG's own chunks: the quote is what locates the evidence here.
             evidence.append(RawEvidence(
-                text=str(quote) if quote else None, ref=None if quote else str(node),
+                text=str(quote) if quote else None, ref=None if quote or not node else str(node),
                 doc=str(item["document_id"]) if item.get("document_id") else None, relevance=relevance,
                 doc_field="evidence.document_id",
             ))

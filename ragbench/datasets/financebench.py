@@ -9,7 +9,7 @@ from ragbench.datasets.base import BaseAdapter, FileReader, require
 from ragbench.datasets.checks import unique_ids
 from ragbench.datasets.filetext import UnreadableDocument
 from ragbench.errors import ConfigError, DatasetError
-from ragbench.types import Document, Evidence, Paragraph, Query, Section
+from ragbench.types import Document, Evidence, OpenVikingQA, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +21,45 @@ PAGES_ONLY_WARNING = (
     "pages_only corpus: built from evidence_text_full_page, it holds only the gold evidence pages "
     "(no other pages of the filings), so retrieval scores are inflated; add pdfs/ for the real corpus"
 )
+
+
+# What names a filing (its link and type) or makes its title (company): two rows of one doc_name that
+# differ here are two documents under one id (refused). Any other difference (the official file lists
+# FOOTLOCKER_2023_annualreport twice, doc_period 2023 and 2022) is metadata no score reads: merged.
+FILING_FIELDS = ("company", "doc_type", "doc_link")
+META_FIELDS = ("company", "gics_sector", "doc_type", "doc_period", "doc_link")
+
+
+def merge_document_rows(rows: list[dict[str, Any]], *, dataset: str,
+                        file: str) -> tuple[dict[str, dict[str, Any]], int]:
+    """Document metadata by ``doc_name`` and the number of rows merged into an earlier row of the same
+    name. Rows that agree on ``FILING_FIELDS`` are one document (the first row's other values are kept,
+    the merge is logged); rows that disagree there are a DatasetError naming both values."""
+    info: dict[str, dict[str, Any]] = {}
+    merged = 0
+    for n, row in enumerate(rows, start=1):
+        name = require(row, "doc_name", dataset=dataset, file=file, where=f"line {n}", types=(str,))
+        meta = {k: row[k] for k in META_FIELDS if k in row}
+        first = info.get(name)
+        if first is None:
+            info[name] = meta
+            continue
+        clash = [k for k in FILING_FIELDS if first.get(k) != meta.get(k)]
+        if clash:
+            k = clash[0]
+            raise DatasetError(
+                f"doc_name {name!r} is listed again on line {n} for a different filing ({k} {first.get(k)!r} "
+                f"vs {meta.get(k)!r}); one id would stand for two documents",
+                dataset=dataset, file=file, record=f"line {n}", field="doc_name",
+                fix=f"give one of the two filings its own doc_name (and rename its PDF and questions), or delete "
+                f"the wrong row; rows that differ only outside {list(FILING_FIELDS)} are merged",
+            )
+        merged += 1
+        differ = {k: (first.get(k), meta.get(k)) for k in META_FIELDS if first.get(k) != meta.get(k)}
+        log.info("financebench: doc_name %r is listed again on line %d of %s; merged into the first row "
+                 "(differs only in %s; first row kept; counted in dataset/documents_merged)", name, n, file,
+                 differ or "nothing")
+    return info, merged
 
 
 def page_ref(page: int) -> str:
@@ -45,6 +84,10 @@ class FinanceBenchAdapter(BaseAdapter):
 
     doc_id_field = "doc_name"
     qid_field = "financebench_id"
+    # each question is about one filing (its evidence pages lie in it): relevance per filing, retrieval/doc/*,
+    # logged under retrieval.scope=corpus (the paper's shared vector store; the default per-filing store searches
+    # the right filing by construction)
+    evidence_level = "document"
 
     def __init__(self, *, corpus: str = "auto", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -105,17 +148,21 @@ class FinanceBenchAdapter(BaseAdapter):
         qfile, dfile = str(reader.root / QUESTIONS), str(reader.root / DOCUMENTS)
         stats = {"questions": 0, "evidence_items": 0, "qa_without_evidence": 0, "pdf_pages": 0,
                  "pdf_pages_empty": 0, "pdf_missing": 0, "pdf_unreadable": 0, "qa_skipped_no_document": 0,
-                 "evidence_page_out_of_range": 0, "pages_conflicting_text": 0}
+                 "evidence_page_out_of_range": 0, "pages_conflicting_text": 0, "documents_merged": 0,
+                 "evidence_without_text": 0}
         self.id_files = {"document": dfile, "question": qfile}
-        info: dict[str, dict[str, Any]] = {}
-        doc_rows = reader.read_jsonl(DOCUMENTS)
-        for n, row in enumerate(doc_rows, start=1):
-            name = require(row, "doc_name", dataset=self.name, file=dfile, where=f"line {n}", types=(str,))
-            info[name] = {k: row[k] for k in ("company", "gics_sector", "doc_type", "doc_period", "doc_link")
-                          if k in row}
-        unique_ids("document", [str(r["doc_name"]) for r in doc_rows], dataset=self.name, file=dfile,
-                   field="doc_name", fix=f"list each filing once in {DOCUMENTS} (re-download the file)")
+        info, stats["documents_merged"] = merge_document_rows(reader.read_jsonl(DOCUMENTS), dataset=self.name,
+                                                              file=dfile)
+        if stats["documents_merged"]:
+            log.warning("financebench: %d repeated doc_name rows of %s merged (they name the same filing; "
+                        "dataset/documents_merged)", stats["documents_merged"], dfile)
         rows = reader.read_jsonl(QUESTIONS)
+        for n, row in enumerate(rows, start=1):
+            require(row, "financebench_id", dataset=self.name, file=qfile, where=f"line {n}", types=(str,))
+        unique_ids("question", [r["financebench_id"] for r in rows], dataset=self.name, file=qfile,
+                   field="financebench_id",
+                   fix=f"give each question its own id in {QUESTIONS}: two questions with one id would share "
+                   "one score (the official release repeats none; restore the file if it was edited)")
         pages: dict[str, dict[int, str]] = {}
         parsed = []
         for n, row in enumerate(rows, start=1):
@@ -173,6 +220,9 @@ class FinanceBenchAdapter(BaseAdapter):
                 continue
             n_pages = doc.meta.get("pages")
             evidence = []
+            # OpenViking's FinanceBenchAdapter: every non-empty evidence_text, in order, as is
+            ov = tuple(ev["evidence_text"] for ev in row["evidence"] if ev["evidence_text"])
+            stats["evidence_without_text"] += len(row["evidence"]) - len(ov)
             for ev in row["evidence"]:
                 page = ev["evidence_page_num"]
                 if isinstance(n_pages, int) and not 0 <= page < n_pages:
@@ -192,6 +242,7 @@ class FinanceBenchAdapter(BaseAdapter):
                 doc_ids=(row["doc_name"],),
                 meta={"company": row.get("company"), "question_reasoning": row.get("question_reasoning"),
                       "justification": row.get("justification")},
+                openviking=OpenVikingQA(evidence=ov),
             ))
         if stats["qa_skipped_no_document"]:
             log.warning("financebench: %d questions skipped because their filing is missing or unreadable",

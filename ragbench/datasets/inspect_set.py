@@ -139,6 +139,10 @@ def inspect_file(path: Path, *, docs: str | None = None, examples: int = 3) -> i
     from rich.table import Table
 
     samples, meta = read_set(path)
+    if not samples:
+        raise DatasetError("the evaluation set is empty: it holds no samples", dataset="custom", file=str(path),
+                           fix="generate it again (`python -m ragbench.datasets generate`; its summary names why "
+                               "items were dropped) or give a set with samples")
     prov = meta.get("provenance") or {}
     read = {"dataset_path": docs, "docs_dir": ".", "text_encoding": prov.get("text_encoding") or "utf-8"} if docs \
         else {k: prov[k] for k in ("dataset_path", "docs_dir", "text_encoding") if prov.get(k)}

@@ -8,7 +8,7 @@ from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
 from ragbench.text import NOT_MENTIONED
-from ragbench.types import Document, Evidence, Paragraph, Query, Section
+from ragbench.types import Document, Evidence, OpenVikingQA, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,14 @@ def parse_evidence_ids(raw: list[Any]) -> tuple[list[str], int, int]:
     return ids, bad, recovered
 
 
+def id_quirks(raw: list[Any]) -> tuple[int, int]:
+    """Ids written with a leading zero (``D30:05``, read as the turn's own ``dia_id`` ``D30:5``) and
+    entries holding several ids (``"D8:6; D9:17"``, read as two); OpenViking's list keeps both as written."""
+    found = [_ID.findall(_STRAY_COLON.sub(r"D\1:\2", e)) for e in raw if isinstance(e, str)]
+    padded = sum(1 for ids in found for s, t in ids if f"D{s}:{t}" != f"D{int(s)}:{int(t)}")
+    return padded, sum(1 for ids in found if len(ids) > 1)
+
+
 def _turn(turn: Any, *, dataset: str, file: str, where: str) -> Paragraph:
     """One dialogue turn as a paragraph; a turn must be an object with a string ``dia_id`` and ``text``."""
     dia_id = require(turn, "dia_id", dataset=dataset, file=file, where=where, types=(str,))
@@ -65,7 +73,14 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 
 class LocomoAdapter(BaseAdapter):
-    """Reads ``data/locomo10.json``; category 5 (adversarial) is excluded unless ``include_adversarial``."""
+    """Reads ``data/locomo10.json``; category 5 (adversarial) is excluded unless ``include_adversarial``.
+
+    Evidence ids are cleaned (``parse_evidence_ids``; zero-padded ids counted in
+    ``dataset/evidence_ids_zero_padded``, ``D:11:26`` in ``dataset/evidence_ids_recovered``, entries of
+    several ids in ``dataset/evidence_entries_several_ids``). The list
+    ``context/openviking_recall`` reads is OpenViking's (``Query.openviking``): the file's evidence
+    strings as written, category 5 skipped.
+    """
 
     doc_id_field = "sample_id"
     qid_field = "sample_id (question ids are <sample_id>/q<index>)"
@@ -84,7 +99,8 @@ class LocomoAdapter(BaseAdapter):
         queries: list[Query] = []
         self.id_files = {"document": file, "question": file}
         stats = {"evidence_unparseable": 0, "qa_without_evidence": 0, "qa_adversarial_excluded": 0,
-                 "evidence_ids": 0, "evidence_ids_recovered": 0}
+                 "evidence_ids": 0, "evidence_ids_recovered": 0, "evidence_ids_zero_padded": 0,
+                 "evidence_entries_several_ids": 0}
         for ci, conv in enumerate(data):
             where = f"#{ci}"
             sample_id = str(require(conv, "sample_id", dataset=self.name, file=file, where=where, types=(str,)))
@@ -121,6 +137,9 @@ class LocomoAdapter(BaseAdapter):
                 ids, bad, recovered = parse_evidence_ids(raw)
                 stats["evidence_unparseable"] += bad
                 stats["evidence_ids_recovered"] += recovered
+                padded, several = id_quirks(raw)
+                stats["evidence_ids_zero_padded"] += padded
+                stats["evidence_entries_several_ids"] += several
                 stats["evidence_ids"] += len(ids)
                 if not ids:
                     stats["qa_without_evidence"] += 1
@@ -139,7 +158,15 @@ class LocomoAdapter(BaseAdapter):
                     doc_ids=(sample_id,),
                     meta={"category": category,
                           **({"adversarial_answer": str(qa.get("adversarial_answer"))} if adversarial else {})},
+                    # OpenViking's LocomoAdapter: the evidence list as written; category 5 is skipped
+                    openviking=OpenVikingQA(evidence=tuple(e for e in raw if isinstance(e, str)),
+                                            kept=not adversarial),
                 ))
+        if stats["evidence_ids_zero_padded"] or stats["evidence_ids_recovered"]:
+            log.info("locomo: %d zero-padded evidence ids read as the turn's dia_id, %d 'D:<s>:<t>' ids recovered "
+                     "(dataset/evidence_ids_zero_padded, dataset/evidence_ids_recovered); context/openviking_recall "
+                     "reads them as written, as OpenViking does", stats["evidence_ids_zero_padded"],
+                     stats["evidence_ids_recovered"])
         if stats["evidence_unparseable"]:
             log.warning("locomo: %d evidence entries hold no parseable dia_id (counted in stats)",
                         stats["evidence_unparseable"])

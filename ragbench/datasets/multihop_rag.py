@@ -34,13 +34,24 @@ def article_header(art: dict) -> str:
     return "\n".join(f"{label}: {art[key]}" for label, key in HEADER_FIELDS if art.get(key))
 
 
+BYLINE_FIELDS = (("Source", "source"), ("Published at", "published_at"))
+
+
+def article_byline(art: dict) -> str:
+    """The article's section title: ``Source: ... | Published at: ...``. Every chunk of the article
+    carries it in its heading, so a context cut from the body still tells the generator where and when
+    the article appeared (the header paragraph reaches it only when it is hit itself)."""
+    return " | ".join(f"{label}: {art[key]}" for label, key in BYLINE_FIELDS if art.get(key))
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
 class MultiHopRAGAdapter(BaseAdapter):
     """Reads ``corpus.json`` (one document per article: a header paragraph of Title, Source, Published at
-    and URL, then the body paragraphs) and
+    and URL, then the body paragraphs, in one section titled with the source and date, so every context
+    heading reads ``<title> > Source: ... | Published at: ...``) and
     ``MultiHopRAG.json`` (question types as published; ``null_query`` is unanswerable).
 
     Evidence items are matched to articles by URL, then by title; their ``fact`` sentences are text
@@ -50,6 +61,9 @@ class MultiHopRAGAdapter(BaseAdapter):
 
     doc_id_field = "url (document ids hash it)"
     qid_field = "row index"
+    # each evidence fact names its article: relevance per article, retrieval/doc/* (beside MultiHop-RAG's own
+    # retrieval/doc_recall_at_k, which reads the top-k chunks' articles)
+    evidence_level = "document"
 
     def _layout(self, reader: FileReader) -> str:
         for prefix in LAYOUTS:
@@ -90,7 +104,7 @@ class MultiHopRAGAdapter(BaseAdapter):
             by_title.setdefault(_norm(title), doc_id)
             meta = {k: art.get(k) for k in ARTICLE_FIELDS if art.get(k) is not None}
             docs.append(Document(doc_id=doc_id, title=title,
-                                 sections=(Section(title=title, paragraphs=paragraphs),),
+                                 sections=(Section(title=article_byline(art) or title, paragraphs=paragraphs),),
                                  meta=meta))
         if stats["articles_duplicate"]:
             log.warning("multihop_rag: %d duplicate articles (same URL) kept once", stats["articles_duplicate"])

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragbench.datasets.base import BaseAdapter, FileReader, require
 from ragbench.errors import ConfigError, DatasetError
-from ragbench.types import Document, Evidence, Paragraph, Query, Section
+from ragbench.types import Document, Evidence, OpenVikingQA, Paragraph, Query, Section
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,12 @@ def answer_of(annotation: dict[str, Any]) -> tuple[str, str]:
 class QasperAdapter(BaseAdapter):
     """Reads one split; question type = answer type of the first annotation (extractive,
     abstractive, boolean, unanswerable); evidence = the annotated paragraphs (figure captions too).
-    Paper ids repeated in the file are refused when it is read (repeated JSON keys)."""
+    Paper ids repeated in the file are refused when it is read (repeated JSON keys).
+
+    Evidence marked ``FLOAT SELECTED: `` (a figure or table caption) loses the marker, so it can be
+    found in the caption text (counted in ``dataset/evidence_float_selected``); OpenViking's
+    QasperAdapter keeps it, and so does the list ``context/openviking_recall`` reads (``Query.openviking``).
+    """
 
     doc_id_field = "paper id"
     qid_field = "question_id"
@@ -55,7 +60,7 @@ class QasperAdapter(BaseAdapter):
         queries: list[Query] = []
         self.id_files = {"document": file, "question": file}
         stats = {"annotations": 0, "evidence_paragraphs": 0, "qa_without_evidence": 0,
-                 "qa_dropped_no_annotation": 0}
+                 "qa_dropped_no_annotation": 0, "evidence_float_selected": 0}
         for pid, paper in data.items():
             where = f"paper {pid}"
             title = str(require(paper, "title", dataset=self.name, file=file, where=where, types=(str,)))
@@ -91,7 +96,7 @@ class QasperAdapter(BaseAdapter):
                 qwhere = f"{where} qas[{qi}]"
                 question = require(qa, "question", dataset=self.name, file=file, where=qwhere, types=(str,))
                 annotations = require(qa, "answers", dataset=self.name, file=file, where=qwhere, types=(list,))
-                types, golds, evidence = [], [], []
+                types, golds, evidence, ov_evidence = [], [], [], []
                 for ai, ann in enumerate(annotations):
                     body = require(ann, "answer", dataset=self.name, file=file,
                                    where=f"{qwhere} answers[{ai}]", types=(dict,))
@@ -109,8 +114,10 @@ class QasperAdapter(BaseAdapter):
                                 file=file, record=f"{qwhere} answers[{ai}]", field="evidence",
                                 fix="point dataset.path at the official, unmodified file",
                             )
-                        text = ev
-                        text = text.removeprefix(FLOAT_PREFIX)
+                        if ev.strip() and ev not in ov_evidence:  # OpenViking: raw, de-duplicated
+                            ov_evidence.append(ev)
+                        text = ev.removeprefix(FLOAT_PREFIX)
+                        stats["evidence_float_selected"] += text != ev
                         if text.strip() and text not in evidence:
                             evidence.append(text)
                 stats["annotations"] += len(annotations)
@@ -129,7 +136,14 @@ class QasperAdapter(BaseAdapter):
                     evidence=tuple(Evidence(text=e, doc_id=pid) for e in evidence),
                     doc_ids=(pid,),
                     meta={"answer_types": ",".join(types)},
+                    # OpenViking skips a question whose every annotation is unanswerable
+                    openviking=OpenVikingQA(evidence=tuple(ov_evidence), kept=not all(
+                        a["answer"].get("unanswerable", False) for a in annotations)),
                 ))
+        if stats["evidence_float_selected"]:
+            log.info("qasper: %d evidence items lose their %r marker (dataset/evidence_float_selected); "
+                     "context/openviking_recall keeps it, as OpenViking does", stats["evidence_float_selected"],
+                     FLOAT_PREFIX)
         if stats["qa_dropped_no_annotation"]:
             log.warning("qasper: %d questions without annotations dropped (dataset/qa_dropped_no_annotation)",
                         stats["qa_dropped_no_annotation"])

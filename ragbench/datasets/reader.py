@@ -32,7 +32,11 @@ class FileReader:
     dataset: str
     root: Path
     limits: Limits = field(default_factory=Limits)
+    own: bool = False  # the user's own files (dataset=custom): fixes say how to correct them, not re-download
     _digests: list[tuple[str, str]] = field(default_factory=list)
+
+    def _fix(self, official: str, own: str) -> str:
+        return own if self.own else official
 
     def referenced(self, rel: str, *, file: str, record: str, field: str) -> str:
         """``rel`` built from a data row (a syllabus name, a filing name), refused unless it stays below
@@ -109,7 +113,8 @@ class FileReader:
             line = data[: exc.start].count(b"\n") + 1
             raise DatasetError(
                 f"invalid UTF-8 at byte {exc.start} (line {line})", dataset=self.dataset,
-                file=str(self.root / rel), fix="re-download the file or re-save it as UTF-8",
+                file=str(self.root / rel), fix=self._fix("re-download the file or re-save it as UTF-8",
+                                                         "re-save the file as UTF-8"),
             ) from exc
 
     def read_json(self, rel: str, *, top: type) -> Any:
@@ -120,19 +125,22 @@ class FileReader:
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", dataset=self.dataset,
-                file=str(self.root / rel), fix="re-download the file; it may be truncated or edited",
+                file=str(self.root / rel), fix=self._fix("re-download the file; it may be truncated or edited",
+                                                         "correct the JSON at that line and column"),
             ) from exc
         except BadJSON as exc:
             raise DatasetError(
                 f"invalid JSON: {exc}", dataset=self.dataset, file=str(self.root / rel),
-                fix="re-download the file, or correct that value (a number, a quoted string or null)",
+                fix=self._fix("re-download the file, or correct that value (a number, a quoted string or null)",
+                              "correct that value (a number, a quoted string or null)"),
             ) from None
         if not isinstance(obj, top):
             raise DatasetError(
                 f"top level is a JSON {type(obj).__name__}, expected a JSON "
                 f"{'array' if top is list else 'object'}",
                 dataset=self.dataset, file=str(self.root / rel),
-                fix="point dataset.path at the official file of this dataset",
+                fix=self._fix("point dataset.path at the official file of this dataset",
+                              f"write the file as a JSON {'array' if top is list else 'object'}"),
             )
         return obj
 
@@ -147,7 +155,8 @@ class FileReader:
             except json.JSONDecodeError as exc:
                 raise DatasetError(
                     f"invalid JSON on line {n}: {exc.msg}", dataset=self.dataset,
-                    file=str(self.root / rel), record=f"line {n}", fix="re-download the file",
+                    file=str(self.root / rel), record=f"line {n}",
+                    fix=self._fix("re-download the file", f"correct line {n}: one JSON object per line"),
                 ) from exc
             except BadJSON as exc:
                 raise DatasetError(
@@ -157,7 +166,8 @@ class FileReader:
             if not isinstance(obj, dict):
                 raise DatasetError(
                     f"line {n} is a JSON {type(obj).__name__}, expected an object", dataset=self.dataset,
-                    file=str(self.root / rel), record=f"line {n}", fix="re-download the file",
+                    file=str(self.root / rel), record=f"line {n}",
+                    fix=self._fix("re-download the file", "write one JSON object ({...}) per line"),
                 )
             rows.append(obj)
         return rows
@@ -180,25 +190,28 @@ class FileReader:
 
 
 def require(
-    record: Mapping[str, Any], key: str, *, dataset: str, file: str, where: str, types: tuple[type, ...]
+    record: Mapping[str, Any], key: str, *, dataset: str, file: str, where: str, types: tuple[type, ...],
+    own: bool = False,
 ) -> Any:
-    """``record[key]`` checked for presence and type; otherwise a DatasetError naming all of it."""
+    """``record[key]`` checked for presence and type; otherwise a DatasetError naming all of it (``own``: the
+    user's own file, so the fix is to correct the record, not to re-fetch an official file)."""
+    official = "point dataset.path at the official, unmodified file"
+    names = " or ".join(t.__name__ for t in types)
     if not isinstance(record, Mapping):
         raise DatasetError(
             f"expected a JSON object, found {type(record).__name__}", dataset=dataset, file=file,
-            record=where, fix="point dataset.path at the official, unmodified file",
+            record=where, fix="write that record as a JSON object {...}" if own else official,
         )
     if key not in record:
         raise DatasetError(
             "required field is missing", dataset=dataset, file=file, record=where, field=key,
-            fix="point dataset.path at the official, unmodified file",
+            fix=f"add \"{key}\" ({names}) to that record" if own else official,
         )
     value = record[key]
     if not isinstance(value, types):
-        names = " or ".join(t.__name__ for t in types)
         raise DatasetError(
             f"expected {names}, found {type(value).__name__}", dataset=dataset, file=file, record=where,
-            field=key, fix="point dataset.path at the official, unmodified file",
+            field=key, fix=f"write \"{key}\" as a {names}" if own else official,
         )
     return value
 

@@ -30,6 +30,7 @@ class RemoteFile:
     urls: tuple[str, ...]
     sha256: str | None
     size: int | None = None
+    md5: str | None = None  # where the origin publishes an MD5 only (BEIR's zips)
     unpack: Unpack | None = None
     # what must exist below the root once this file is in place (archives: some unpacked members)
     expect: tuple[str, ...] = ()
@@ -123,6 +124,31 @@ SOURCES: dict[str, DatasetSource] = {
         )),
     ),
 }
+
+
+# BEIR's public zips and the MD5 its README publishes for each (beir-cellar/beir, "Available Datasets").
+BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
+BEIR_MD5 = {
+    "msmarco": "444067daf65d982533ea17ebd59501e4", "trec-covid": "ce62140cb23feb9becf6270d0d1fe6d1",
+    "nfcorpus": "a89dba18a62ef92f7d323ec890a0d38d", "nq": "d4d3d2e48787a744b6f6e691ff534307",
+    "hotpotqa": "f412724f78b0d91183a0e86805e16114", "fiqa": "17918ed23cd04fb15047f73e6c3bd9d9",
+    "arguana": "8ad3e3c2a5867cdced806d6503f29b99", "webis-touche2020": "46f650ba5a527fc69e0a6521c5a23563",
+    "cqadupstack": "4e41456d7df8ee7760a7f866133bda78", "quora": "18fb154900ba42a600f84b839c173167",
+    "dbpedia-entity": "c2a39eb420a3164af735795df012ac2c", "scidocs": "38121350fc3a4d2f48850f6aff52e4a9",
+    "fever": "5a818580227bfb4b35bb6fa46d9b6c03", "climate-fever": "8b66f0a9126c521bae2bde127b4dc99d",
+    "scifact": "5f7d1de60b170fc8027bb7898e2efca1",
+}
+
+
+def beir_source(name: str, md5: str) -> DatasetSource:
+    """``beir/<name>``: the official zip, checked against its published MD5, unpacked in its BEIR layout."""
+    return DatasetSource(name=f"beir/{name}", homepage="https://github.com/beir-cellar/beir", files=(RemoteFile(
+        dest=f".downloads/{name}.zip", urls=(BEIR_URL.format(name=name),), sha256=None, md5=md5,
+        unpack=Unpack(include=("corpus.jsonl", "queries.jsonl", "qrels/*.tsv"), strip=1),
+        expect=("corpus.jsonl", "queries.jsonl")),))
+
+
+SOURCES.update({f"beir/{name}": beir_source(name, md5) for name, md5 in BEIR_MD5.items()})
 
 
 def financebench_pdf(doc_name: str) -> RemoteFile:

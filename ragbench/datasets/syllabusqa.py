@@ -14,7 +14,7 @@ from ragbench.datasets.filetext import (
 )
 from ragbench.errors import ConfigError, DatasetError
 from ragbench.text import norm_key
-from ragbench.types import Document, Evidence, Query
+from ragbench.types import Document, Evidence, OpenVikingQA, Query
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,16 @@ def type_name(raw: str) -> str:
     return QUESTION_TYPES.get(key) or norm_key(key) or "unknown"
 
 
+def openviking_evidence(spans: list[str], steps: list[str]) -> tuple[str, ...]:
+    """OpenViking's SyllabusQAAdapter list: every span stripped (repeats kept), then every step stripped
+    unless already in the list."""
+    out = [s.strip() for s in spans]
+    for step in (s.strip() for s in steps):
+        if step not in out:
+            out.append(step)
+    return tuple(out)
+
+
 class SyllabusQAAdapter(BaseAdapter):
     """Reads ``data/dataset_split/<split>.{csv,json}`` and the syllabi those rows name (.txt or .docx).
 
@@ -56,6 +66,11 @@ class SyllabusQAAdapter(BaseAdapter):
     A ``syllabus_name`` may only name a file below ``dataset.path``. A question id seen before (within a
     split or, with ``split=all``, across splits) is kept as ``<id>#<split><row>`` and counted in
     ``dataset/qa_duplicate_id``, so no question overwrites another.
+
+    Spans and steps are kept verbatim, surrounding whitespace too (many end in a newline: counted in
+    ``dataset/evidence_untrimmed``). The list ``context/openviking_recall`` reads is OpenViking's
+    (``Query.openviking``): spans stripped, then steps stripped and added when not already there; it
+    skips questions of type exactly ``no answer``.
     """
 
     doc_id_field = "syllabus_name"
@@ -139,7 +154,8 @@ class SyllabusQAAdapter(BaseAdapter):
     def _read(self, reader: FileReader) -> tuple[list[Document], list[Query], dict[str, int]]:
         stats = {"qa_rows": 0, "evidence_answer_spans": 0, "evidence_reasoning_steps": 0,
                  "qa_without_evidence": 0, "qa_unknown_type": 0, "qa_duplicate_id": 0, "syllabi_read": 0,
-                 "syllabi_mac_roman": 0, "syllabi_unreadable": 0, "qa_skipped_unreadable_syllabus": 0}
+                 "syllabi_mac_roman": 0, "syllabi_unreadable": 0, "qa_skipped_unreadable_syllabus": 0,
+                 "evidence_untrimmed": 0}
         docs: dict[str, Document | None] = {}
         queries: list[Query] = []
         seen: set[str] = set()
@@ -171,6 +187,7 @@ class SyllabusQAAdapter(BaseAdapter):
                          if row.get(k) and str(row[k]).strip()]
                 steps = [str(row[k]) for k in (f"reasoning_step_{i}" for i in range(1, N_SLOTS + 1))
                          if row.get(k) and str(row[k]).strip()]
+                stats["evidence_untrimmed"] += sum(t != t.strip() for t in spans + steps)
                 stats["evidence_answer_spans"] += len(spans)
                 stats["evidence_reasoning_steps"] += len(steps)
                 if not spans and not steps:
@@ -189,6 +206,8 @@ class SyllabusQAAdapter(BaseAdapter):
                     doc_ids=(name,),
                     meta={"split": split, "question_type_raw": raw_type,
                           "evidence_kinds": ",".join(["answer_span"] * len(spans) + ["reasoning_step"] * len(steps))},
+                    openviking=OpenVikingQA(evidence=openviking_evidence(spans, steps),
+                                            kept=raw_type != NO_ANSWER),
                 ))
         if stats["qa_duplicate_id"]:
             log.warning("syllabusqa: %d questions repeat an earlier id; renamed <id>#<split><row> and counted "

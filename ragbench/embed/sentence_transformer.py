@@ -67,7 +67,7 @@ class SentenceTransformerEmbedder:
         document_prefix: str = "",
         max_seq_length: int | None = None,
         show_progress: bool = True,
-        worker: bool = True,
+        worker: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -79,7 +79,7 @@ class SentenceTransformerEmbedder:
         self.document_prefix = document_prefix
         self.max_seq_length = max_seq_length
         self.show_progress = show_progress
-        self.worker = bool(worker)  # encode in the run's encoder worker when one runs (ragbench.embed.worker)
+        self.worker = bool(worker)  # opt-in: encode in the run's encoder worker when one runs (ragbench.embed.worker)
         self._source, self._revision = resolve_model(model, package)
         self._st: Any = None  # a SentenceTransformer, or the worker's RemoteModel
         self._lock = threading.Lock()

@@ -1,4 +1,9 @@
-"""The sentence-transformers encoder in a forked worker process that starts with the run or sweep.
+"""The sentence-transformers encoder in a forked worker process that starts with the run or sweep (opt-in:
+``embedder.worker=true``).
+
+Why opt-in (issue 28's rule: a fork stays on by default only if it buys >= 10% on the full-size sweep,
+cold and warm): it moves the encoder's import onto the idle core, which saves wall time on a cold run,
+but no CPU; on a warm cache it imports the encoder for nothing (benchmarks/bench_warm_cpu.py).
 
 ``import sentence_transformers`` (torch, transformers) is 7-10 s of one core. A sweep spends its first
 5-7 s on one core too: importing MLflow, opening the store, composing each job's config. Forked before
@@ -19,7 +24,8 @@ loads the model in the process as without one, so any error is the one the job w
 by ``EncoderWorkerCallback`` (``hydra.callbacks.encoder_worker``) for a single run or a sweep whose jobs
 run in this process (the basic launcher), when the run's embedder is a sentence-transformers one with
 ``embedder.worker=true`` and its retriever needs vectors. A warm-cache sweep encodes nothing, and then
-the worker only imported on the otherwise idle core; it is stopped when the run or sweep ends.
+the worker only imported on the otherwise idle core (CPU spent for nothing: hence off by default); it is
+stopped when the run or sweep ends.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ragbench.judge import claims, reference_free
+from ragbench.judge.locomo_f1 import SCORED_ON
+from ragbench.judge.metric_info import MetricInfo
+from ragbench.judge.retrieval import MRR_KEY
 from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
@@ -17,8 +21,20 @@ DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hi
                        "cost_usd", "cache_hits", "heuristic_refusal")
 
 
+# keys whose meaning is declared beside their code (ragbench.judge.metric_info); the others are read by the rules here
+DECLARED: dict[str, MetricInfo] = {**reference_free.METRICS, **claims.METRICS}
+
+
+def metric_info(key: str) -> MetricInfo | None:
+    """The declaration of a per-case key (direction, score or diagnostic), None when it has none."""
+    return DECLARED.get(key)
+
+
 def is_score(key: str) -> bool:
     """True for answer-quality scores that a failed case contributes zero to."""
+    info = DECLARED.get(key)
+    if info is not None:
+        return info.kind == "score"
     return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)
 
 
@@ -64,8 +80,13 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
             if mean is not None:
                 out[key] = mean
             continue
-        # end-to-end: every attempted case counts, a failed (or unjudged) case as zero
-        out[key] = float(sum(end_to_end(c, key) for c in cases) / len(cases)) if cases else 0.0
+        # end-to-end: every attempted case counts, a failed (or unjudged) case as zero -- of the cases the
+        # key applies to (SCORED_ON: answer/locomo_f1 leaves LoCoMo's category 5 out)
+        scope = SCORED_ON.get(key)
+        counted = cases if scope is None else [c for c in cases if scope(c.query.meta)]
+        if scope is not None and not counted:
+            continue
+        out[key] = float(sum(end_to_end(c, key) for c in counted) / len(counted)) if counted else 0.0
         succ = _mean(c.scores[key] for c in ok if key in c.scores)
         if succ is not None:
             out[f"{key}_successful"] = succ
@@ -83,7 +104,7 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
     out["cases/failed"] = float(len(cases) - len(ok))
     out["cases/failure_rate"] = (len(cases) - len(ok)) / len(cases) if cases else 0.0
     out["cases/skipped"] = float(skipped)
-    out["retrieval/queries_scored"] = float(sum("retrieval/mrr" in c.scores for c in cases))
+    out["retrieval/queries_scored"] = float(sum(MRR_KEY in c.scores for c in cases))  # what retrieval/* average over
     stages: dict[str, list[float]] = defaultdict(list)
     for c in ok:
         for stage, seconds in c.latency.items():

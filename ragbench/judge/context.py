@@ -20,16 +20,20 @@ def context_refs(tree: ChunkTree, context: Context) -> list[str]:
     return list(dict.fromkeys(r for p in parts for r in tree[p].refs))
 
 
-def openviking_evidence(query: Query) -> list[str]:
-    """The evidence list OpenViking's adapters pass to ``check_recall``: each item's text, or its
-    dataset id when it has no text (LoCoMo dia_ids)."""
+def openviking_evidence(query: Query) -> list[str] | None:
+    """The evidence list OpenViking's own adapter passes to ``check_recall`` for this question (set by
+    the dataset adapter: ``Query.openviking``), None when that adapter skips the question. Datasets
+    OpenViking has no adapter for: each item's text, or its dataset id when it has no text."""
+    if query.openviking is not None:
+        return list(query.openviking.evidence) if query.openviking.kept else None
     return [ev.text or ev.ref or "" for ev in query.evidence if ev.text or ev.ref]
 
 
 def context_scores(texts: Sequence[str], refs: Sequence[Sequence[str]], evidence_texts: Sequence[str],
-                   evidence: Sequence[str], matched: bool) -> dict[str, float]:
+                   evidence: Sequence[str] | None, matched: bool) -> dict[str, float]:
     """``context/tokens``; ``context/evidence_text_recall`` (+ per 1k tokens) when some evidence
-    matched the corpus; ``context/openviking_recall`` always (OpenViking scores empty evidence 0)."""
+    matched the corpus; ``context/openviking_recall`` unless OpenViking's adapter skips the question
+    (``evidence`` None; an empty list scores 0, as in OpenViking)."""
     tokens = sum(count_tokens(t) for t in texts)
     out = {"context/tokens": float(tokens)}
     rec = evidence_text_recall([t for t in evidence_texts if t], texts) if matched else None
@@ -37,6 +41,7 @@ def context_scores(texts: Sequence[str], refs: Sequence[Sequence[str]], evidence
         out["context/evidence_text_recall"] = rec
         if tokens:
             out["context/evidence_text_recall_per_1k_tokens"] = rec * 1000.0 / tokens
-    out["context/openviking_recall"] = check_recall(
-        [render_resource(t, r) for t, r in zip(texts, refs, strict=True)], evidence)
+    if evidence is not None:
+        out["context/openviking_recall"] = check_recall(
+            [render_resource(t, r) for t, r in zip(texts, refs, strict=True)], evidence)
     return out

@@ -6,7 +6,8 @@
   refused is never folded in.
 - ``answer/contains``: AnswerContains (BERGEN's "Match"): 1 when a SQuAD-normalised gold answer is a
   whole-token run inside the normalised answer (``ragbench.judge.squad.squad_contains``).
-- ``answer/locomo_f1`` (LoCoMo only): the official per-category score (``ragbench.judge.locomo_f1``).
+- ``answer/locomo_f1`` (LoCoMo only): the official per-category score, categories 1-4; and
+  ``answer/locomo_f1_official``, every category (``ragbench.judge.locomo_f1``).
 - ``answer/refused``: the refusal heuristic; the job reports ``answer/refusal_accuracy`` (unanswerable
   questions refused) and ``answer/false_refusal_rate`` (answerable questions refused) from it.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragbench.judge.locomo_f1 import locomo_score, stemmed_f1
+from ragbench.judge.locomo_f1 import locomo_scores, stemmed_f1
 from ragbench.judge.refusal import is_refusal
 from ragbench.judge.squad import max_over_golds, squad_contains, squad_em, squad_f1
 from ragbench.types import Answer, Context, Query
@@ -35,7 +36,7 @@ def answer_scores(answer: str, golds: Sequence[str], *, dataset: str | None = No
     }
     category = (meta or {}).get("category")
     if dataset == LOCOMO and isinstance(category, int) and golds:
-        out["answer/locomo_f1"] = locomo_score(answer, golds[0], category)
+        out.update(locomo_scores(answer, golds[0], category))
     return out
 
 
@@ -44,7 +45,11 @@ class LexicalJudge:
 
     def __init__(self, *, dataset: str | None = None) -> None:
         self.dataset = dataset
-        if dataset == LOCOMO:  # load the stemmer now, not inside the first case's judge latency
+
+    def preflight(self) -> None:
+        """Loads the stemmer before the first case (not inside its judge latency), and only for a job
+        that runs: importing nltk is about 2 s of CPU that a resumed job does not need."""
+        if self.dataset == LOCOMO:
             stemmed_f1("warm", "up")
 
     score_keys = ("answer/em", "answer/f1")  # a job whose every case failed logs them as 0

@@ -6,6 +6,12 @@ category 1 (multi-hop) splits prediction and gold on commas and averages, over g
 F1 against any predicted part; category 3 keeps the gold before its first ``;``; categories 2, 3 and
 4 score the stemmed token F1; category 5 (adversarial) scores 1 when the prediction contains
 "no information available" or "not mentioned" (case-insensitive), else 0.
+
+Two overall figures (``locomo_scores``): ``answer/locomo_f1`` over categories 1-4 (ragbench's, as papers that
+leave the adversarial questions out report it) and ``answer/locomo_f1_official`` over every question the
+job holds, category 5 included: with ``dataset.include_adversarial=true`` (``experiment=locomo_official``) its
+mean is the official overall of ``task_eval/evaluation_stats.py`` (the sum of the per-question scores of
+categories 1-5 over the number of questions).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import functools
 import re
 import string
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ragbench.judge.squad import overlap_f1
 
@@ -49,9 +57,31 @@ def multi_answer_f1(prediction: str, gold: str) -> float:
     return sum(max(stemmed_f1(p, g) for p in preds) for g in golds) / len(golds)
 
 
+RAGBENCH_KEY = "answer/locomo_f1"  # categories 1-4
+OFFICIAL_KEY = "answer/locomo_f1_official"  # every category: LoCoMo's overall when category 5 is in the job
+ADVERSARIAL = 5
+
+
+def not_adversarial(meta: Mapping[str, Any]) -> bool:
+    """Whether a question counts in ``RAGBENCH_KEY``'s mean: every LoCoMo question but category 5."""
+    return meta.get("category") != ADVERSARIAL
+
+
+# per-case score keys that apply to some questions only: the job's end-to-end mean of the key is over
+# the questions it applies to (failed ones counting 0), read by ragbench.judge.aggregate
+SCORED_ON: dict[str, Callable[[Mapping[str, Any]], bool]] = {RAGBENCH_KEY: not_adversarial}
+
+
+def locomo_scores(prediction: str, gold: str, category: int) -> dict[str, float]:
+    """A question's official score under both overall keys: ``OFFICIAL_KEY`` for every category,
+    ``RAGBENCH_KEY`` for categories 1-4 only (so its mean leaves category 5 out in every setting)."""
+    score = locomo_score(prediction, gold, category)
+    return {OFFICIAL_KEY: score} if category == ADVERSARIAL else {RAGBENCH_KEY: score, OFFICIAL_KEY: score}
+
+
 def locomo_score(prediction: str, gold: str, category: int) -> float:
     """The official per-category score of one answer."""
-    if category == 5:
+    if category == ADVERSARIAL:
         low = prediction.lower()
         return float(any(p in low for p in ADVERSARIAL_PHRASES))
     if category == 3:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ragbench.evidence import Coverage, EvidenceMap, evidence_text_recall, hit_units, unit_ranking_ends
-from ragbench.judge.ir import retrieval_metrics
+from ragbench.evidence import Coverage, EvidenceMap, evidence_text_recall, hit_units
+from ragbench.judge.ir import covering_metrics, retrieval_metrics
 from ragbench.types import ChunkTree, Hit
 
-BASE_KS = (1, 3, 5)
-_UNIT_METRICS = ("hit", "recall", "precision", "ndcg", "map", "mrr")  # retrieval/<m>_at_k over evidence units
+# MRR is reported at a fixed depth (retrieval/mrr_at_10), so a top-k sweep that ranks the same hits shows one
+# MRR; the depth is one of the cut-offs every job reports, so every job scores (and searches) at least 10 hits
+MRR_DEPTH = 10
+BASE_KS = (1, 3, 5, MRR_DEPTH)
+MRR_KEY = f"retrieval/mrr_at_{MRR_DEPTH}"  # present exactly when a case has retrieval scores
 
 
 def metric_ks(topk: int) -> list[int]:
-    """Cut-offs reported: 1, 3, 5 and the job's top-k."""
+    """Cut-offs reported: 1, 3, 5, 10 and the job's top-k."""
     return sorted({*BASE_KS, topk})
 
 
@@ -27,26 +30,22 @@ def scores_from_record(
     units_qrels: Mapping[str, int], ks: Sequence[int], evidence_texts: Sequence[str],
     topk_texts: Sequence[str],
 ) -> dict[str, float]:
-    """``retrieval/chunk/<m>_at_k`` over the ranked chunks; ``retrieval/<m>_at_k`` over evidence units,
-    cut at the ranks the top-k hits hold (see ``unit_ranking_of``); ``retrieval/mrr`` uncut; and
-    ``retrieval/evidence_text_recall`` of the top-k hit texts."""
+    """``retrieval/chunk/<m>_at_k`` over the ranked chunks; ``retrieval/<m>_at_k`` over evidence units, one
+    rank per hit (``judge.ir.covering_metrics``); and ``retrieval/evidence_text_recall`` of the top-k hit
+    texts."""
     return _with_text_recall(ranking_scores(ranked, covered, chunk_qrels, units_qrels, ks), evidence_texts,
                              topk_texts)
 
 
 def ranking_scores(ranked: Sequence[str], covered: Sequence[Sequence[str]], chunk_qrels: Mapping[str, int],
                    units_qrels: Mapping[str, int], ks: Sequence[int]) -> dict[str, float]:
-    """The scores of ``scores_from_record`` that read the ranking alone (all but the evidence text recall)."""
-    out = {f"retrieval/chunk/{key}": value for key, value in retrieval_metrics(ranked, chunk_qrels, ks).items()}
-    # One unit ranking of all hits: the ranking of the first k hits is its prefix, and it holds at least k
-    # entries when there are k hits, so the metrics at each k's cut are those of that prefix.
-    units, ends = unit_ranking_ends(ranked, covered)
-    cut = {k: max(ends[min(k, len(ends)) - 1] if ends else 0, k) for k in ks}
-    unit = retrieval_metrics(units, units_qrels, sorted(set(cut.values())))
-    for k in ks:
-        for m in _UNIT_METRICS:
-            out[f"retrieval/{m}_at_{k}"] = unit[f"{m}_at_{cut[k]}"]
-    out["retrieval/mrr"] = unit["mrr"]
+    """The scores of ``scores_from_record`` that read the ranking alone (all but the evidence text recall).
+    Each metric at k reads the first k hits; MRR only at its cut-offs (``mrr_at_k``), never uncut, so
+    its value does not depend on how deep the job scored."""
+    out = {f"retrieval/chunk/{key}": value for key, value in retrieval_metrics(ranked, chunk_qrels, ks).items()
+           if key != "mrr"}
+    out.update({f"retrieval/{key}": value for key, value in covering_metrics(covered, units_qrels, ks).items()
+                if key != "mrr"})
     return out
 
 

@@ -28,8 +28,9 @@ from ragbench.llm.errors import (
 )
 from ragbench.llm.replies import Completion, Embeddings, EmptyReply, embedding_vectors
 from ragbench.llm.retry import RetryPolicy
-from ragbench.llm.usage import usage_from_cache, usage_of, usage_to_dict
+from ragbench.llm.usage import max_cost_usd, usage_from_cache, usage_of, usage_sum, usage_to_dict
 from ragbench.redact import mask_secrets, register
+from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -63,7 +64,8 @@ class LLMClient:
         """``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``; None:
         none); its ``cache.mode`` decides. ``cache_replies=False`` for a caller that keeps its replies as
         stage records itself (answers, verdicts): only the preflight probe is cached, so a rerun served
-        from the stage cache still sends no request."""
+        from the stage cache still sends no request, and, while a budget is set, every reply (a budget
+        stop can fall between the replies one record needs; each was paid for and is found on rerun)."""
         if not model or not isinstance(model, str):
             raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
         if max_concurrency < 1:
@@ -115,11 +117,9 @@ class LLMClient:
         With ``cache_if``, only replies it accepts are stored or served from the cache (a garbled
         judge reply is asked again on the next run instead of being replayed forever).
         """
-        msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
-        params.update(key_extra or {})
-        request = {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
-        cache = self.cache if self.cache_replies or PREFLIGHT in params else None
+        request = self._request(messages, key_extra)
+        msgs, params = request["messages"], request["params"]
+        cache = self.cache  # looked up for every caller: a reply kept under a budget (below) is found
         start = time.perf_counter()
         hit = cache.get("chat", request, lambda e: isinstance(e.get("text"), str) and (
             cache_if is None or cache_if(e["text"]))) if cache is not None else None
@@ -136,16 +136,26 @@ class LLMClient:
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.temperature}
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        (response, text), attempts = self._call(
-            lambda lib, extra: self._reply(lib.completion(**kwargs, **extra), extra.get("api_key"))
+        text, usage, attempts = self._call(
+            lambda lib, extra: lib.completion(**kwargs, **extra),
+            lambda: max_cost_usd(model=self.model, messages=msgs, max_tokens=self.max_tokens),
+            lambda response, extra: self._reply(response, extra.get("api_key")),
         )
-        usage = usage_of(response, model=self.model)
-        LEDGER.record(self.role, usage)
-        if cache is not None and (cache_if is None or cache_if(text)):
+        # Under a budget a reply is kept even for a caller that keeps stage records: a budget stop can
+        # fall between the several replies one record needs (a judge's metrics), and each was paid for.
+        keep = self.cache_replies or PREFLIGHT in params or LEDGER.budget.limited
+        if cache is not None and keep and (cache_if is None or cache_if(text)):
             cache.put("chat", request, {"text": text, "model": self.model, **usage_to_dict(usage)})
         return Completion(
             text=text, model=self.model, usage=usage, latency_s=time.perf_counter() - start, attempts=attempts
         )
+
+    def cached(self, messages: Sequence[Message], *, key_extra: Mapping[str, Any] | None = None) -> bool:
+        """Whether ``complete(messages)`` would be served from the reply cache (``plan=true`` asks)."""
+        if self.cache is None:
+            return False
+        return self.cache.get("chat", self._request(messages, key_extra),
+                              lambda e: isinstance(e.get("text"), str)) is not None
 
     def embed(self, texts: Sequence[str], *, dimensions: int | None = None) -> Embeddings:
         """Vectors of ``texts`` (one request); cached like completions."""
@@ -165,10 +175,12 @@ class LLMClient:
         kwargs: dict[str, Any] = {"model": self.model, "input": inputs}
         if dimensions is not None:
             kwargs["dimensions"] = dimensions
-        response, _ = self._call(lambda lib, extra: lib.embedding(**kwargs, **extra))
-        vectors = embedding_vectors(response, len(inputs), self._where())
-        usage = usage_of(response, model=self.model, call_type="embedding")
-        LEDGER.record(self.role, usage)
+        vectors, usage, _ = self._call(
+            lambda lib, extra: lib.embedding(**kwargs, **extra),
+            lambda: max_cost_usd(model=self.model, texts=inputs),
+            lambda response, _extra: embedding_vectors(response, len(inputs), self._where()),
+            call_type="embedding",
+        )
         if self.cache is not None:
             self.cache.put("embedding", request, {"vectors": [list(v) for v in vectors], "model": self.model,
                                                   **usage_to_dict(usage)})
@@ -187,6 +199,13 @@ class LLMClient:
             raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
 
     # ------------------------------------------------------------------ internals
+    def _request(self, messages: Sequence[Message], key_extra: Mapping[str, Any] | None) -> dict[str, Any]:
+        """What identifies a chat request in the reply cache (never the key)."""
+        msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        params.update(key_extra or {})
+        return {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
+
     def _where(self) -> str:
         at = f" at {self.api_base}" if self.api_base else " at the provider's default endpoint"
         return f"{self.role} model {self.model!r}{at}"
@@ -194,8 +213,8 @@ class LLMClient:
     def _fix(self, cls: type[LLMError]) -> str:
         return fix_for(cls).replace("llm.", f"{self.role}.")
 
-    def _reply(self, response: Any, secret: str | None) -> tuple[Any, str]:
-        """(response, text) of one attempt; the reply sink: bounded in size, the key masked."""
+    def _reply(self, response: Any, secret: str | None) -> str:
+        """The text of one attempt's reply; the reply sink: bounded in size, the key masked."""
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise EmptyReply("the reply has no choices")
@@ -209,10 +228,20 @@ class LLMClient:
             )
         # A server that echoes the key back must not get it into answers, caches or judge prompts.
         register(secret)
-        return response, mask_secrets(text)
+        return mask_secrets(text)
 
-    def _call(self, send: Callable[[Any, dict[str, Any]], T]) -> tuple[T, int]:
-        """One logical call: bounded by the semaphore, retried, failures mapped to LLMError classes."""
+    def _call(
+        self,
+        send: Callable[[Any, dict[str, Any]], Any],
+        bound: Callable[[], float],
+        read: Callable[[Any, dict[str, Any]], T],
+        *,
+        call_type: str = "completion",
+    ) -> tuple[T, Usage, int]:
+        """One logical call: bounded by the semaphore, retried, failures mapped to LLMError classes.
+        (what ``read`` makes of the reply, the usage of every attempt, attempts made). Each attempt is
+        reserved in the ledger before it is sent (``bound()``: its maximum cost, under ``max_usd``) and
+        settled with its usage when it returns, a reply ``read`` refuses included (it was paid for)."""
         import openai
 
         from ragbench.llm.loader import litellm
@@ -225,11 +254,21 @@ class LLMClient:
         if secret:
             extra["api_key"] = secret
         attempts = 0
+        paid: list[Usage] = []
 
         def attempt() -> T:
             nonlocal attempts
+            # budget.max_calls / max_usd / max_minutes: reserved before sending, nothing goes past them
+            held = LEDGER.reserve(bound() if LEDGER.prices_requests else 0.0)
             attempts += 1
-            return send(lib, extra)
+            usage = Usage()
+            try:
+                response = send(lib, extra)
+                usage = usage_of(response, model=self.model, call_type=call_type)
+                paid.append(usage)
+            finally:
+                LEDGER.settle(self.role, usage, held)  # an attempt with no reply: one call, no tokens
+            return read(response, extra)
 
         def retryable(exc: BaseException) -> bool:
             return isinstance(exc, EmptyReply) or (isinstance(exc, openai.OpenAIError) and classify(exc)[1])
@@ -240,7 +279,7 @@ class LLMClient:
         with self._slots:
             if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
                 raise LLMCircuitOpenError(self.breaker.message)
-            LEDGER.admit()  # budget.max_calls / max_usd / max_minutes: nothing is sent past it
+            LEDGER.admit()  # a stopped budget: not even a slot's worth of work
             try:
                 result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
             except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:
@@ -256,7 +295,7 @@ class LLMClient:
                 message = f"{self._where()}: {type(exc).__name__} after {attempts} attempt(s): {detail}"
                 raise cls(f"{message}; fix: {self._fix(cls)}") from None  # the chained original could carry the key
         self.breaker.success()
-        return result, attempts
+        return result, usage_sum(paid), attempts
 
 
 def _import_seconds() -> float:

@@ -1,9 +1,11 @@
-"""Token and cost accounting of one litellm response (cost from litellm's offline cost map)."""
+"""Token and cost accounting of one litellm response, and the most a request can cost (litellm's offline
+cost map)."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragbench.types import Usage
@@ -61,6 +63,13 @@ def usage_of(response: Any, *, model: str, call_type: str = "completion") -> Usa
     )
 
 
+def usage_sum(paid: Sequence[Usage]) -> Usage:
+    """The usage of every paid attempt of one call, added up."""
+    return Usage(prompt_tokens=sum(u.prompt_tokens for u in paid),
+                 completion_tokens=sum(u.completion_tokens for u in paid),
+                 cost_usd=sum(u.cost_usd for u in paid))
+
+
 def usage_to_dict(usage: Usage) -> dict[str, Any]:
     """What the response cache stores of a usage."""
     return {
@@ -78,3 +87,25 @@ def usage_from_cache(entry: dict[str, Any]) -> Usage:
         cost_usd=float(entry.get("cost_usd") or 0.0),
         cached=True,
     )
+
+
+def max_cost_usd(*, model: str, messages: Sequence[Mapping[str, str]] | None = None,
+                 texts: Sequence[str] = (), max_tokens: int | None = None) -> float:
+    """The most one request can cost (what ``budget.max_usd`` reserves before sending it): its prompt
+    tokens (litellm's ``token_counter``) and ``max_tokens`` completion tokens (else the model's
+    ``max_output_tokens``), priced by litellm's offline cost map; 0.0 for a model it does not price
+    (whose cost is logged as 0, ``cost_usd``). An embedding request has no completion tokens."""
+    from ragbench.llm.loader import litellm
+
+    lib = litellm()
+    try:
+        if messages is None:
+            prompt = sum(lib.token_counter(model=model, text=t) for t in texts)
+            price, _ = lib.cost_per_token(model=model, prompt_tokens=prompt, call_type="embedding")
+            return float(price)
+        prompt = lib.token_counter(model=model, messages=list(messages))
+        completion = max_tokens if max_tokens is not None else _int(lib.get_model_info(model).get("max_output_tokens"))
+        price, reply = lib.cost_per_token(model=model, prompt_tokens=prompt, completion_tokens=completion)
+        return float(price) + float(reply)
+    except Exception:  # noqa: BLE001 - litellm raises several types for a model it does not map
+        return 0.0

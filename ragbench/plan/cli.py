@@ -64,7 +64,9 @@ def _price(model: str, prompt: float, completion: float) -> float | None:
 
 def make_plan(overrides: Sequence[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
 
+    from ragbench import redact
     from ragbench.app import build
     from ragbench.plan.rates import read_rates
 
@@ -75,6 +77,7 @@ def make_plan(overrides: Sequence[str]) -> dict[str, Any]:
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):
         for job in jobs:
             cfg = compose(config_name="config", overrides=job)
+            redact.check_config(OmegaConf.to_container(cfg, resolve=False))  # a key in the config: as a job says
             components, cache = build(cfg)
             rates = rates or read_rates(cache.dir)
             plans.append(predict(" ".join(job) or "(defaults)", components, cache, rates, loaded))
@@ -174,8 +177,21 @@ def main(argv: Sequence[str], json_path: str | None) -> int:
         return 1
     render(plan)
     if json_path:
-        Path(json_path).write_text(json.dumps(plan, indent=1, default=str), encoding="utf-8")
+        try:
+            write_json(Path(json_path), plan)
+        except OSError as exc:
+            from ragbench.tracking.store import os_reason
+
+            print(f"ragbench plan: cannot write plan.json={json_path} ({os_reason(Path(json_path), exc)}); the plan is "
+                  "printed above; fix: name a file in a writable folder, e.g. plan.json=plan.json", file=sys.stderr)
+            return 1
     return 0
+
+
+def write_json(path: Path, plan: dict[str, Any]) -> None:
+    """The plan as JSON at ``path`` (its folder made if missing); an OSError when it cannot be written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan, indent=1, default=str), encoding="utf-8")
 
 
 

@@ -6,7 +6,8 @@ no reranker) the contexts are the real ones, so prompts are exact and each answe
 up in the cache; otherwise each question's contexts are estimated as top-k expanded units of the mean
 size of the expander's target level (``expander.max_context_tokens`` caps them). Completion tokens come
 from previous runs (``rates.json``), else the mean gold answer length (+2 for a citation) for answers and
-``JUDGE_REPLY_TOKENS`` for verdicts. Tokens are whitespace words, the unit of ``context/tokens``.
+``JUDGE_REPLY_TOKENS`` for verdicts. Query rewriting (``query=multi_query|hyde``) is one request per question
+whose reply is not cached (role ``query``). Tokens are whitespace words, the unit of ``context/tokens``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.evidence import EvidenceMatcher
 from ragbench.expand import count_tokens
-from ragbench.pipeline import search_depth, searched_tree
+from ragbench.pipeline import needed_depth, search_depth, searched_tree
 from ragbench.protocols import BaselineRetriever, PromptedGenerator, PromptedJudge, RemoteEmbedder
+from ragbench.query.plan import QueryPlan, plan_queries
+from ragbench.query.transforms import HyDE, LLMTransform, MultiQuery
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.types import Answer, ChunkTree, Context, Level, Query
 
 JUDGE_REPLY_TOKENS = 30  # a JSON verdict with a sentence of reasoning
+HYDE_REPLY_TOKENS = 50  # the 2-3 sentence passage HYDE_PROMPT asks for
 
 
 @dataclass
@@ -94,14 +98,45 @@ def _cached_contexts(c: Components, cache: StageCache, tree: ChunkTree, queries:
         return [tuple(c.expander.expand(c.retriever.hits_for(matcher.match(q)), tree)) for q in queries]
     if c.rerankers or not cache.reads:
         return None
-    folder = cache.dir / "retrieval" / keys.retrieval_key(index_fp, [q.text for q in queries], search_depth(c))
+    variants = _searched(c, queries)
+    if variants is None:
+        return None
+    folder = cache.dir / "retrieval" / keys.retrieval_key(index_fp, variants.texts, search_depth(c))
     if not folder.is_dir():
         return None
     try:
         hits = load_hits(folder)
     except Exception:  # noqa: BLE001 - an unreadable entry: estimate instead
         return None
-    return [tuple(c.expander.expand(h[: c.topk], tree)) for h in hits]
+    needed = needed_depth(c)
+    fused, _ = variants.fuse([h[:needed] for h in hits], needed)  # as the pipeline fuses a question's variants
+    return [tuple(c.expander.expand(h[: c.topk], tree)) for h in fused]
+
+
+def _searched(c: Components, queries: Sequence[Query]) -> QueryPlan | None:
+    """The texts the pipeline searches for the questions (``query=...``), when no request is needed for
+    them: an LLM transform's only when the reply cache holds every one of its replies."""
+    if isinstance(c.query, LLMTransform) and not all(c.query.client.cached(c.query.messages(q.text)) for q in queries):
+        return None
+    return plan_queries(c.query, queries, k_rrf=c.query_k_rrf)
+
+
+def _query_bill(transform: LLMTransform, queries: Sequence[Query]) -> RoleBill:
+    """One query-rewriting request per question whose reply the cache does not hold: its prompt's words,
+    and a reply of ``n`` phrasings of the question's length (multi_query) or a short passage (hyde)."""
+    bill = RoleBill(model=transform.client.model)
+    for q in queries:
+        messages = transform.messages(q.text)
+        if transform.client.cached(messages):
+            bill.cached += 1
+            continue
+        bill.calls += 1
+        bill.prompt_tokens += _words(messages)
+        if isinstance(transform, MultiQuery):
+            bill.completion_tokens += transform.n * count_tokens(q.text)
+        elif isinstance(transform, HyDE):
+            bill.completion_tokens += HYDE_REPLY_TOKENS
+    return bill
 
 
 def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapping[str, float]],
@@ -132,6 +167,8 @@ def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapp
     if vectors and isinstance(c.embedder, RemoteEmbedder) and c.embedder.model and to_embed:
         plan.roles["embedding"] = RoleBill(model=c.embedder.model, calls=-(-to_embed // c.embedder.batch_size),
                                            prompt_tokens=float(sum(count_tokens(ch.text) for ch in searchable)))
+    if isinstance(c.query, LLMTransform):
+        plan.roles["query"] = _query_bill(c.query, queries)
     gen = c.generator
     if gen is None:
         return plan

@@ -77,8 +77,9 @@ class RuleExpansion:
         return {"query/transform": self.name, "query/rules": ",".join(self.rules)}
 
 
-class _LLMTransform:
-    """Shared by multi_query and hyde: one cached LLM call per question, a failure counted."""
+class LLMTransform:
+    """Shared by multi_query and hyde: one cached LLM call per question, a failure counted. The calls
+    are booked in the ledger under the client's role (``query.transform.client``: ``llm/query_calls``)."""
 
     name = ""
     prompt = ""
@@ -88,9 +89,17 @@ class _LLMTransform:
         self.failures = 0
         self.max_concurrency = int(client.max_concurrency)  # an LLMClient (ragbench.llm.client)
 
-    def _ask(self, question: str, **fields: Any) -> str | None:
+    def fields(self) -> Mapping[str, Any]:
+        """The prompt's fields besides the question."""
+        return {}
+
+    def messages(self, question: str) -> list[dict[str, str]]:
+        """The chat messages sent for ``question`` (what ``plan=true`` prices and looks up)."""
+        return [{"role": "user", "content": self.prompt.format(question=question, **self.fields())}]
+
+    def _ask(self, question: str) -> str | None:
         try:
-            reply = self.client.complete([{"role": "user", "content": self.prompt.format(question=question, **fields)}])
+            reply = self.client.complete(self.messages(question))
         except Exception as exc:  # noqa: BLE001 - one question keeps its text, counted and logged
             self.failures += 1
             log.warning("query=%s: the LLM failed for a question (%s); searching the question alone",
@@ -107,7 +116,7 @@ class _LLMTransform:
                 "query/prompt_hash": _hash(self.prompt)}
 
 
-class MultiQuery(_LLMTransform):
+class MultiQuery(LLMTransform):
     """``query=multi_query``: the question plus up to ``n`` LLM-written sub-queries."""
 
     name = "multi_query"
@@ -119,15 +128,18 @@ class MultiQuery(_LLMTransform):
         super().__init__(client=client)
         self.n = n
 
+    def fields(self) -> Mapping[str, Any]:
+        return {"n": self.n}
+
     def variants(self, query: Query) -> tuple[str, ...]:
-        reply = self._ask(query.text, n=self.n)
+        reply = self._ask(query.text)
         return parse_subqueries(query.text, reply or "", self.n)
 
     def params(self) -> Mapping[str, Any]:
         return {**super().params(), "query/n": self.n}
 
 
-class HyDE(_LLMTransform):
+class HyDE(LLMTransform):
     """``query=hyde``: a hypothetical answer passage is embedded in place of the question."""
 
     name = "hyde"

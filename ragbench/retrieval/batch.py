@@ -10,8 +10,9 @@ Depth: a job searches ``search_depth(retriever, needed, floor)`` hits per query,
 what the job itself uses (its deepest metric cut-off, or the reranker's candidates) and ``floor`` is
 ``retrieval.search_depth``. Every retriever names the deepest search whose top ``needed`` equals a
 search at depth ``needed`` (``depth_limit``); a retriever that names none is searched at ``needed``.
-So ``retrieval.topk=3,5,10`` (needed 5, 5, 10) all search at depth 10, share one retrieval cache entry
-and search once per retriever, with every metric as a search at each job's own depth would give.
+So ``retrieval.topk=3,5,10`` (needed 10 each: every job scores down to rank 10, ``retrieval/mrr_at_10``)
+all search at depth 10, share one retrieval cache entry and search once per retriever, with every metric
+as a search at each job's own depth would give.
 """
 
 from __future__ import annotations

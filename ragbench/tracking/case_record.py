@@ -15,6 +15,7 @@ from typing import Any
 
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units
 from ragbench.judge.context import context_refs, openviking_evidence
+from ragbench.judge.document import record_fields as document_record
 from ragbench.judge.retrieval import metric_ks
 from ragbench.types import CaseResult, ChunkTree
 
@@ -61,6 +62,7 @@ def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, 
                       "refs": context_refs(tree, c), "has_evidence": context_has_evidence(tree, emap, c, cov)}
                      for c in case.contexts],
         "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
+        **document_record(case.scores, query, emap, tree),  # doc_qrels, doc_ignore: retrieval/doc/* cases
         # trace=true: candidates and scores per stage, gold_entered / gold_lost; rerank_fallback when any
         **({"trace": dict(case.trace)} if case.trace else {}),
     }

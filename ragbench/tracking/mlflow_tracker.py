@@ -82,7 +82,9 @@ class MlflowTracker:
         if self._client is None:
             if store.sqlite_path(self.uri) is not None:
                 store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
-            self._client = Deferred(_client_for(self.uri))  # an interrupt never cuts a store write in half
+            # an interrupt never cuts a store write in half; a full disk stops at the first failed write
+            self._client = Deferred(store.FullDiskGuard(_client_for(self.uri), uri=self.uri,
+                                                        artifact_root=self.artifact_root))
         return self._client
 
     def experiment_id(self) -> str:

@@ -14,12 +14,27 @@ from rich.table import Table
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
 HEADLINE = (
-    "retrieval/hit_at_1", "retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr", "retrieval/ndcg_at_5",
+    "retrieval/hit_at_1", "retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr_at_10", "retrieval/ndcg_at_5",
     "retrieval/evidence_text_recall", "context/evidence_text_recall", "context/openviking_recall", "answer/em",
-    "answer/f1", "answer/contains", "retrieval/doc_recall_at_5", "rerank/fallbacks", "answer/locomo_f1", "judge/accuracy",
+    "answer/f1", "answer/contains", "retrieval/doc_recall_at_5", "rerank/fallbacks", "answer/locomo_f1",
+    "answer/locomo_f1_official", "judge/accuracy",
     "answer/refusal_accuracy", "answer/false_refusal_rate",
 )
-TYPE_COLUMNS = ("cases/total", "cases/failed", "retrieval/hit_at_5", "retrieval/mrr", "answer/f1", "judge/accuracy")
+TYPE_COLUMNS = ("cases/total", "cases/failed", "retrieval/hit_at_5", "retrieval/mrr_at_10", "answer/f1",
+                "judge/accuracy")
+EXCLUDED = "counts/retrieval_excluded/"
+
+
+def retrieval_scope(metrics: Mapping[str, float]) -> str | None:
+    """The summary's line on the questions retrieval is scored on: ``54 of 84 questions (out: 12
+    unanswerable, 18 evidence not found)``; None when the job did not count them."""
+    if "counts/retrieval_scored" not in metrics:
+        return None
+    scored = int(metrics["counts/retrieval_scored"])
+    out = {k[len(EXCLUDED):].replace("_", " "): int(v) for k, v in metrics.items() if k.startswith(EXCLUDED) and v}
+    total = scored + sum(out.values())
+    why = ", ".join(f"{n} {reason}" for reason, n in out.items())
+    return f"{scored} of {total} questions" + (f" (out: {why})" if why else "")
 
 
 COUNT_PREFIXES = ("cases/", "counts/", "sweep/", "dataset/", "evidence/", "ingest/")
@@ -41,8 +56,21 @@ def _fmt(value: Any, key: str = "") -> str:
     return escape(str(value))
 
 
+def at_topk_rows(metrics: Mapping[str, float], topk: int | None) -> list[str]:
+    """The summary's first rows: nDCG, recall and hit at the job's own top-k, led by the document-level ones
+    (and nDCG@10, the published tables' figure) when the dataset judges relevance per document."""
+    if topk is None:
+        return []
+    names = ("ndcg", "recall", "hit")
+    doc = [f"retrieval/doc/{m}_at_{topk}" for m in names] if f"retrieval/doc/ndcg_at_{topk}" in metrics else []
+    if doc and topk > 10:
+        doc.insert(0, "retrieval/doc/ndcg_at_10")
+    return [*doc, *(f"retrieval/{m}_at_{topk}" for m in names)]
+
+
 def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mapping[str, str],
-                counts: Mapping[str, int], timings: Mapping[str, float], run_id: str | None) -> None:
+                counts: Mapping[str, int], timings: Mapping[str, float], run_id: str | None,
+                topk: int | None = None) -> None:
     """EasyRAG-style block: status counts, fingerprints, retrieval and answer metrics, per-type table."""
     head = Table(title=escape(title), show_header=False, title_justify="left")
     head.add_column("key", style="bold")
@@ -52,6 +80,8 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
     head.add_row("cases", f"{total} total, {total - failed} ok, {failed} failed "
                           f"({metrics.get('cases/failure_rate', 0.0):.1%})")
     head.add_row("corpus", ", ".join(f"{k}={v}" for k, v in counts.items()))
+    if (scope := retrieval_scope(metrics)) is not None:  # what every retrieval/* figure averages over
+        head.add_row("retrieval scored on", scope)
     for k, v in fingerprints.items():
         head.add_row(k, escape(str(v)))
     head.add_row("time", ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
@@ -62,7 +92,8 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
     body.add_column("metric")
     body.add_column("end-to-end", justify="right")
     body.add_column("successful only", justify="right")
-    for key in HEADLINE:
+    lead = at_topk_rows(metrics, topk)
+    for key in (*lead, *(k for k in HEADLINE if k not in lead)):
         if key in metrics:
             ok = metrics.get(f"{key}_successful")
             body.add_row(key, _fmt(metrics[key], key), _fmt(ok, key) if ok is not None else "")

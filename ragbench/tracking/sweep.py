@@ -17,7 +17,9 @@ from omegaconf import DictConfig, OmegaConf
 from ragbench import redact
 from ragbench.errors import RagbenchError
 from ragbench.tracking.progress import job_started, write_sweep_size
-from ragbench.tracking.report import comparison_table, rank_within_dataset
+from ragbench.tracking.report import console, rank_within_dataset
+from ragbench.tracking.run_names import parse_run_name, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides: re-exported
+from ragbench.tracking.runs_table import KEY_METRICS, csv_text, mlflow_rows, print_sweep_table
 
 log = logging.getLogger(__name__)
 
@@ -63,20 +65,21 @@ def register_secrets(config: DictConfig) -> None:
         redact.check_config(container)
     except RagbenchError:
         pass  # the job refuses it with the same error, recorded in its run
-KEY_METRICS = {  # metric -> short column label for the terminal
-    # the job's own top-k under one name: in a top-k sweep these columns differ, @5 would not
-    "retrieval/hit_at_topk": "hit@k", "retrieval/recall_at_topk": "recall@k", "retrieval/mrr": "mrr",
-    "context/evidence_text_recall": "ctx ev.rec", "answer/f1": "f1", "answer/em": "em", "judge/accuracy": "judge acc",
-    "cases/failed": "failed", "cases/skipped": "skipped",
-}
-
-
-RANK_FALLBACK = "retrieval/mrr"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
+RANK_FALLBACK = "retrieval/mrr_at_10"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
+AUTO, AUTO_ANSWER = "auto", "answer/f1"
+# relevance judged per document (ragbench.judge.document): the published tables' nDCG@10, else nDCG at the job's k
+DOC_LEAD = ("retrieval/doc/ndcg_at_10", "retrieval/doc/ndcg_at_topk")
 
 
 def ranking_metric(rows: list[dict[str, Any]], sort_by: str) -> str:
     """``sort_by`` when some job has it, else ``RANK_FALLBACK`` when some job has that: a table ranked
-    on a metric no job logged would rank nothing while its title said otherwise."""
+    on a metric no job logged would rank nothing while its title said otherwise. ``auto`` (the default):
+    the document-level figure (``DOC_LEAD``) when every finished job has it (the dataset judges relevance per
+    document: BEIR, MultiHop-RAG, FinanceBench in corpus scope), else ``answer/f1``."""
+    if sort_by == AUTO:
+        done = [r for r in rows if r.get("status", "FINISHED") == "FINISHED"]
+        lead = next((m for m in DOC_LEAD if done and all(m in r for r in done)), None)
+        sort_by = lead or AUTO_ANSWER
     if any(sort_by in r for r in rows) or not any(RANK_FALLBACK in r for r in rows):
         return sort_by
     return RANK_FALLBACK
@@ -97,33 +100,11 @@ def in_this_process(parent: str) -> bool:
     return parent in _PARENTS.values()
 
 
-def split_overrides(text: str) -> list[str]:
-    """Hydra's ``override_dirname`` split at its top-level commas (``reranker=[a,b]`` stays whole)."""
-    out: list[str] = []
-    depth = 0
-    cur: list[str] = []
-    for ch in text:
-        if ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        out.append("".join(cur))
-    return [o for o in out if o]
-
-
 def job_labels(run_names: dict[str, str]) -> dict[str, str]:
-    """Short terminal labels: ``#n`` plus only the overrides that differ between the sweep's jobs
-    (run names are ``#n key=value,key=value``; a value every job shares is noise in a comparison)."""
-    parsed: dict[str, tuple[str, list[str]]] = {}
-    for run_id, name in run_names.items():
-        num, _, rest = (name or "").partition(" ")
-        parsed[run_id] = (num, split_overrides(rest))
+    """Short terminal labels: only the overrides that differ between the sweep's jobs, and the job number
+    (a value every job shares is noise in a comparison). Run names are ``topk=5 dataset=qasper #3``
+    (``ragbench.tracking.run_names``) or, from older sweeps, ``#3 dataset=qasper,retrieval.topk=5``."""
+    parsed = {run_id: parse_run_name(name) for run_id, name in run_names.items()}
     values: dict[str, set[str]] = {}
     shared_by = Counter(item for _, items in parsed.values() for item in set(items))
     for _, items in parsed.values():
@@ -133,7 +114,8 @@ def job_labels(run_names: dict[str, str]) -> dict[str, str]:
     out = {}
     for run_id, (num, items) in parsed.items():
         keep = [i for i in items if len(values[i.partition("=")[0]]) > 1 or shared_by[i] < len(parsed)]
-        out[run_id] = " ".join([num, *keep]).strip() or num
+        first_num = (run_names[run_id] or "").startswith("#")
+        out[run_id] = " ".join([num, *keep] if first_num else [*keep, num]).strip() or num
     return out
 
 
@@ -153,7 +135,7 @@ def sweep_accounting(children: list[Any]) -> dict[str, float]:
 class MlflowSweepCallback(Callback):
     """Opens the parent run before the first job and closes it after the last, logging the table."""
 
-    def __init__(self, *, sort_by: str = "answer/f1", compare_report: bool = True) -> None:
+    def __init__(self, *, sort_by: str = AUTO, compare_report: bool = True) -> None:
         self.sort_by = sort_by
         self.compare_report = compare_report  # hydra.callbacks.mlflow_sweep.compare_report=false skips it
         self._tracker: Any = None
@@ -203,6 +185,7 @@ class MlflowSweepCallback(Callback):
         _OPEN[self._run_id] = self._tracker
         _PARENTS[str(sweep_dir.resolve())] = self._run_id
         (sweep_dir / PARENT_FILE).write_text(self._run_id)
+        write_sweep_keys(sweep_dir, overrides)  # jobs' run names lead with these (ragbench.tracking.run_names)
         write_sweep_size(config, sweep_dir)
         log.info("sweep parent run %s", self._run_id)
 
@@ -213,6 +196,22 @@ class MlflowSweepCallback(Callback):
                 self._tracker.end_run(self._run_id, status)
             finally:
                 self._run_id = None
+
+    def _print_url(self, params: list[str], metrics: list[str]) -> None:
+        """The sweep's jobs in the MLflow UI (``ragbench.ui``): a view saved on the experiment, and its URL."""
+        from ragbench.ui import base_url, save_sweep_view, view_url
+
+        try:
+            uri = str(self._tracker.uri)
+            base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else base_url()
+            exp_id = self._tracker.experiment_id()
+            key = save_sweep_view(self._tracker.client, exp_id, str(self._run_id), params, metrics)
+        except Exception as exc:  # noqa: BLE001 - a URL is never worth failing the sweep
+            log.warning("no MLflow view of the sweep: %s", exc)
+            return
+        how = "run `ragbench ui` in this folder, then open" if base == base_url() else "open"
+        console.print(f"this sweep's jobs in MLflow: {how} {view_url(base, exp_id, key)}", markup=False,
+                      soft_wrap=True)
 
     @staticmethod
     def _jobs(config: DictConfig) -> int:
@@ -248,7 +247,7 @@ class MlflowSweepCallback(Callback):
                                    "dataset": run.data.params.get("dataset.name", "")}
             row["params"] = {k: run.data.params.get(k) for k in differing}
             row["baseline"] = run.data.tags.get("ragbench.baseline", "")  # retrieval=none | oracle
-            for m in (*KEY_METRICS, self.sort_by):
+            for m in (*KEY_METRICS, self.sort_by, *DOC_LEAD):
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
             rows.append(row)
@@ -256,19 +255,21 @@ class MlflowSweepCallback(Callback):
         rows = rank_within_dataset(rows, sort_by)
         labels = job_labels({r["run_id"]: r["run"] for r in rows})
         for r in rows:
+            r["label"] = labels[r["run_id"]]
             r["job"] = labels[r["run_id"]] + (f" [baseline: {r['baseline']}]" if r.get("baseline") else "")
         from ragbench.tracking.mlflow_tracker import dumps
 
-        table = [{**{k: v for k, v in r.items() if k != "params"}, "params": dumps(r["params"])} for r in rows]
+        table = [{**{k: v for k, v in r.items() if k not in ("params", "label")}, "params": dumps(r["params"])}
+                 for r in rows]
         self._tracker.log_table(self._run_id, table or [{"run": "none"}], "sweep_comparison.json")
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
+        self._tracker.log_files(self._run_id, {"runs.csv": csv_text(mlflow_rows(children))})
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
         self._tracker.log_metrics(self._run_id, sweep_accounting(children))
-        shown = {"rank": "rank", "dataset": "dataset", "job": "job", "status": "status",
-                 **{m: label for m, label in KEY_METRICS.items() if any(m in r for r in rows)}}
-        ranked = sort_by if sort_by == self.sort_by else f"{sort_by} (no job has {self.sort_by})"
-        comparison_table(rows, shown, title=f"sweep: {len(rows)} jobs, best {ranked} first within each dataset")
+        ranked = sort_by if self.sort_by in (sort_by, AUTO) else f"{sort_by} (no job has {self.sort_by})"
+        print_sweep_table(console, rows, sort_by, title=f"sweep: {len(rows)} jobs, best {ranked} first within each "
+                                                        "dataset")
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
             from ragbench.compare.analysis import log_sweep_report
 
@@ -276,6 +277,10 @@ class MlflowSweepCallback(Callback):
                 log_sweep_report(self._tracker, self._run_id)
         except Exception as exc:  # noqa: BLE001
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
+        swept = read_sweep_keys(config.hydra.sweep.dir)  # what the command line varies: its columns first
+        shown = sorted((k for k in differing if not k.startswith(("hydra.", "cache.", "tracking."))),
+                       key=lambda k: (k not in swept, not any(k.startswith(f"{s}.") for s in swept), k))
+        self._print_url(shown, sorted({k for c in children for k in c.data.metrics}))
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
         from ragbench.budget import LEDGER

@@ -50,12 +50,12 @@ def test_compare_latest_sweep_json_and_report(sweep):
     keys = {"run", "baseline", "metric", "type", "n", "value", "baseline_value", "delta", "ci_low", "ci_high",
             "p_value", "verdict"}
     assert recs and all(keys <= set(r) for r in recs)
-    assert {r["metric"] for r in recs} == {"answer/f1", "retrieval/hit_at_5", "retrieval/mrr", "context/tokens",
+    assert {r["metric"] for r in recs} == {"answer/f1", "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens",
                                           "latency/generate_p50_ms"}
     assert {"all", "temporal", "single_hop", "multi_hop"} <= {r["type"] for r in recs}
     # over the full shared question set a run's value is exactly the metric its job logged
     for name, run in jobs.items():
-        for metric in ("answer/f1", "retrieval/mrr", "retrieval/hit_at_5"):
+        for metric in ("answer/f1", "retrieval/mrr_at_10", "retrieval/hit_at_5"):
             rec = next(r for r in recs if r["run"] == run.info.run_id and r["metric"] == metric and r["type"] == "all")
             assert rec["value"] == pytest.approx(run.data.metrics[metric], abs=1e-9), (name, metric)
     assert {t["run"] for t in doc["taxonomy"]} == {j.info.run_id for j in jobs.values()}
@@ -103,11 +103,11 @@ def test_sweep_parent_holds_the_report(sweep):
 def test_gate_against_better_baseline_and_itself(sweep):
     cwd, jobs, _, _ = sweep
     bm25, dense = jobs["bm25"].info.run_id, jobs["dense"].info.run_id
-    gate = ["--metric", "retrieval/mrr", "--fail-on-regression"]
+    gate = ["--metric", "retrieval/mrr_at_10", "--fail-on-regression"]
     # the MLflow way: bm25 ranks the LoCoMo evidence significantly better than dense on this sample
     proc = _python(["ragbench.compare", "--runs", bm25, dense, "--baseline", bm25, *gate], cwd)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "REGRESSION" in proc.stdout and "retrieval/mrr" in proc.stdout
+    assert "REGRESSION" in proc.stdout and "retrieval/mrr_at_10" in proc.stdout
     # the CI way: committed baseline files, no MLflow run needed for the baseline
     assert _python(["ragbench.compare", "--runs", bm25, "--save-baseline", "bm25.json"], cwd).returncode == 0
     assert _python(["ragbench.compare", "--runs", dense, "--save-baseline", "dense.json"], cwd).returncode == 0
@@ -129,3 +129,19 @@ def test_usage_errors_exit_2(sweep):
     assert "Traceback" not in proc.stderr
     proc = _python(["ragbench.compare", "--metric", "answer/f2"], cwd)
     assert proc.returncode == 2 and "--metric answer/f2" in proc.stderr
+
+
+def test_runs_accept_unique_id_prefixes(sweep, tmp_path, monkeypatch, capsys):
+    """``--runs`` takes id prefixes as ``--baseline`` does (issue 27 item 5); in process, on the sweep's store."""
+    from ragbench.compare.__main__ import main as compare
+
+    cwd, jobs, _, _ = sweep
+    monkeypatch.chdir(cwd)
+    bm25, dense = jobs["bm25"].info.run_id, jobs["dense"].info.run_id
+    out = tmp_path / "cmp.json"
+    assert compare(["--runs", bm25[:8], dense[:10], "--baseline", bm25[:8], "--metric", "retrieval/mrr",
+                    "--resamples", "200", "--json", str(out)]) == 0
+    assert {r["run"] for r in json.loads(out.read_text())["records"]} == {bm25, dense}
+    capsys.readouterr()
+    assert compare(["--runs", bm25[:8], "ffffffff"]) == 2
+    assert "--runs: no run 'ffffffff'" in capsys.readouterr().err

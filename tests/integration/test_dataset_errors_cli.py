@@ -23,6 +23,11 @@ def _ragbench(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize(("overrides", "phrase", "fix"), [
     (("dataset=custom", "dataset.path=/nonexistent/kb"), "dataset.path does not exist", "create that folder"),
+    # a path is checked before the store opens, in a sweep too: no FAILED run, no mlruns/ (issue 27 item 9)
+    (("-m", "dataset=custom", "dataset.path=/nonexistent/kb,/tmp"), "dataset.path does not exist",
+     "create that folder"),
+    (("dataset=locomo", "dataset.path=/nonexistent/locomo"), "dataset.path does not exist",
+     "python -m ragbench.datasets download locomo"),
     # the command-line check (ragbench.config_check) answers these before the adapter is built
     (("dataset=locomo", "dataset.seed=nan"), "dataset.seed=nan is not valid", "use an integer >= 0"),
     (("dataset=qasper", "dataset.sample_size=-3"), "dataset.sample_size=-3 is not valid", "use an integer >= 1 or null"),
@@ -37,6 +42,7 @@ def test_bad_dataset_input_is_one_named_line(tmp_path, overrides, phrase, fix):
     assert "Traceback" not in out and "download custom" not in out, out
     error_lines = [line for line in out.splitlines() if phrase in line]
     assert len(error_lines) == 1, out
+    assert not (tmp_path / "mlruns").exists(), out  # found before any store or run exists
 
 
 def test_num_docs_over_the_dataset_warns_with_the_real_count(tmp_path):

@@ -32,7 +32,7 @@ texts = [ch.text for ch in c.chunker.chunk(evalset.documents).searchable()][:400
 queries = [q.text for q in evalset.queries][:50]
 torch_at_fork = "torch" in sys.modules
 assert worker.start() is not None
-remote = SentenceTransformerEmbedder(show_progress=False)
+remote = SentenceTransformerEmbedder(show_progress=False, worker=True)
 docs_w, queries_w = remote.embed_documents(texts), remote.embed_queries(queries)
 torch_after = "torch" in sys.modules
 pid = worker.current().pid

@@ -86,7 +86,7 @@ def test_real_job_logs_everything(dataset, raw_types, tmp_path):
         assert m[f"by_type/{name}/cases/total"] == n
         assert f"by_type/{name}/answer/f1" in m
     for key in ("retrieval/hit_at_1", "retrieval/hit_at_3", "retrieval/hit_at_5", "retrieval/recall_at_5",
-                "retrieval/mrr", "retrieval/chunk/ndcg_at_5", "answer/f1", "answer/em", "answer/f1_successful",
+                "retrieval/mrr_at_10", "retrieval/chunk/ndcg_at_5", "answer/f1", "answer/em", "answer/f1_successful",
                 "cases/failed", "cases/failure_rate", "time/embed_s", "counts/chunks", "counts/documents"):
         assert key in m, key
     assert 0.0 < m["retrieval/hit_at_5"] <= 1.0
@@ -154,7 +154,7 @@ def test_child_depth_narrows_section_contexts_on_locomo(tmp_path):
     whole, client = run_job([*base, "expander.child_depth=0"], tmp_path)
     parts, _ = run_job([*base, "expander.child_depth=1"], tmp_path)
     assert parts.data.params["expander.child_depth"] == "1"
-    for m in ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr"):
+    for m in ("retrieval/hit_at_5", "retrieval/recall_at_5", "retrieval/mrr_at_10"):
         assert parts.data.metrics[m] == whole.data.metrics[m]
     assert parts.data.metrics["context/tokens"] < 0.5 * whole.data.metrics["context/tokens"]
     assert parts.data.metrics["context/evidence_text_recall"] <= whole.data.metrics["context/evidence_text_recall"]

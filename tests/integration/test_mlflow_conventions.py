@@ -26,9 +26,9 @@ def test_a_job_logs_curves_by_k_fixed_names_and_standard_tags(tmp_path):
     # the job's own cut-off under one fixed name, and the compact headline set
     assert m["retrieval/hit_at_topk"] == m["retrieval/hit_at_10"]
     assert m["headline/hit_at_topk"] == m["retrieval/hit_at_10"]
-    assert m["headline/answer_f1"] == m["answer/f1"] and m["headline/mrr"] == m["retrieval/mrr"]
+    assert m["headline/answer_f1"] == m["answer/f1"] and m["headline/mrr_at_10"] == m["retrieval/mrr_at_10"]
     # every other metric stays a single value at step 0
-    assert [p.step for p in client.get_metric_history(run.info.run_id, "retrieval/mrr")] == [0]
+    assert [p.step for p in client.get_metric_history(run.info.run_id, "retrieval/mrr_at_10")] == [0]
 
 
 def test_case_table_is_the_table_mlflow_log_table_writes(tmp_path, monkeypatch):

@@ -61,12 +61,12 @@ def test_verify_reproduces_a_job_and_catches_tampering(server, tmp_path, monkeyp
     scores = next(p for p in tmp_path.rglob("case_scores.json") if run_id in str(p))
     original = scores.read_text()
     doc = json.loads(original)
-    col = doc["fields"]["retrieval/mrr"]
+    col = doc["fields"]["retrieval/mrr_at_10"]
     at = next(i for i, v in enumerate(col) if v is not None)
     col[at] = col[at] + 0.5
     scores.write_text(json.dumps(doc))
     assert verify([run_id, "--tracking-uri", uri]) == 1
-    assert "case_scores.json: field 'retrieval/mrr' differs from cases.jsonl in 1 of 30 cases" in capsys.readouterr().out
+    assert "case_scores.json: field 'retrieval/mrr_at_10' differs from cases.jsonl in 1 of 30 cases" in capsys.readouterr().out
     scores.write_text(original)
 
     client.log_metric(run_id, "answer/f1", run.data.metrics["answer/f1"] + 1e-6)

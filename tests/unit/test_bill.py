@@ -1,8 +1,10 @@
-"""Issue 15 in-process: stages=retrieval builds no generator, the closed-book and oracle baselines,
-dataset.max_queries, the ledger's budget and accounting, and how skipped cases are aggregated."""
+"""Issues 15 and 27 in-process: stages=retrieval builds no generator, the closed-book and oracle baselines,
+dataset.max_queries, the ledger's budget (a ceiling: reservations) and accounting (every role), and how
+skipped cases are aggregated."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -36,7 +38,7 @@ def test_stages_retrieval_builds_no_generator_or_judge():
 def test_stages_retrieval_runs_retrieval_and_context_metrics_only():
     result = Pipeline(components(generator=None, judges={})).run()
     assert all(c.answer is None and not c.failed for c in result.cases)
-    assert "retrieval/mrr" in result.metrics and "context/tokens" in result.metrics
+    assert "retrieval/mrr_at_10" in result.metrics and "context/tokens" in result.metrics
     assert not any(k.startswith(("answer/", "judge/")) for k in result.metrics)
 
 
@@ -172,3 +174,55 @@ def test_a_sweep_budget_spans_jobs():
     ledger.start_job(Budget(max_calls=2))
     with pytest.raises(BudgetExhaustedError, match="budget.scope=sweep"):
         ledger.admit()
+
+
+def test_requests_in_flight_count_against_max_calls():
+    """Issue 27: the budget is a ceiling: reserved requests count before any reply has been booked."""
+    ledger = Ledger()
+    ledger.start_job(Budget(max_calls=2, scope="job"))
+    held = [ledger.reserve(), ledger.reserve()]  # two requests in flight, nothing settled yet
+    with pytest.raises(BudgetExhaustedError, match=r"budget.max_calls=2 reached \(2 LLM requests sent"):
+        ledger.reserve()
+    ledger.settle("llm", Usage(prompt_tokens=3, completion_tokens=1), held[0])
+    ledger.settle("llm", Usage(), held[1])  # an attempt that got no reply (a 429): one call, no tokens
+    spent = ledger.snapshot()["spent"]["llm"]
+    assert (spent["calls"], spent["prompt_tokens"], spent["completion_tokens"]) == (2, 3, 1)
+
+
+def test_max_usd_reserves_each_requests_maximum_cost_and_settles_to_the_real_one():
+    ledger = Ledger()
+    ledger.start_job(Budget(max_usd=1.0, scope="job"))
+    first = ledger.reserve(0.6)  # $0.60 held: a second $0.60 request fits only once this one settles
+    admitted = threading.Event()
+
+    def second() -> None:
+        held = ledger.reserve(0.6)
+        admitted.set()
+        ledger.settle("judge", Usage(cost_usd=0.3), held)
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    assert not admitted.wait(0.2)  # $0.60 + $0.60 held would pass $1: it waits, it is not sent
+    ledger.settle("llm", Usage(cost_usd=0.3), first)  # the real cost: $0.30 spent, nothing held
+    waiter.join(5)
+    assert admitted.is_set()
+    with pytest.raises(BudgetExhaustedError, match=r"budget.max_usd=1 reached \(\$0.6000 spent; the next request "
+                                                   r"could cost up to \$0.5000"):
+        ledger.reserve(0.5)  # $0.60 spent + $0.50 at most > $1: never sent, whatever it would cost
+    m = accounting_metrics({"spent": {}, "saved": {}}, ledger.snapshot())
+    assert m["cost/usd_total"] == pytest.approx(0.6) and m["llm/calls_total"] == 2
+
+
+def test_every_role_is_accounted_query_rewriting_and_unknown_roles_included():
+    ledger = Ledger()
+    before = ledger.snapshot()
+    ledger.settle("query.transform.client", Usage(prompt_tokens=40, completion_tokens=9, cost_usd=0.01),
+                  ledger.reserve())
+    ledger.record("critic", Usage(prompt_tokens=5, completion_tokens=1, cost_usd=0.02))
+    ledger.record("query.transform.client", Usage(prompt_tokens=4, cached=True))
+    m = accounting_metrics(before, ledger.snapshot())
+    assert (m["llm/query_calls"], m["tokens/query_prompt"], m["tokens/query_completion"], m["cost/query_usd"]) == (
+        1, 40, 9, 0.01)
+    assert m["saved/query_calls"] == 1 and m["saved/query_tokens"] == 4
+    assert m["llm/critic_calls"] == 1 and m["tokens/critic_total"] == 6
+    assert m["llm/calls_total"] == 2 and m["tokens/total"] == 55 and m["cost/usd_total"] == pytest.approx(0.03)

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,7 +184,7 @@ def test_a_failing_fork_means_no_worker(monkeypatch):
 
 
 def _embedder(**kwargs) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(show_progress=False, batch_size=4, **kwargs)
+    return SentenceTransformerEmbedder(show_progress=False, batch_size=4, **{"worker": True, **kwargs})
 
 
 def test_the_embedder_encodes_in_the_worker(running, monkeypatch):
@@ -291,3 +292,11 @@ def test_the_callback_starts_and_stops_the_worker(enabled, started, monkeypatch)
     callback.on_run_start(_config())
     callback.on_run_end(_config())
     assert calls == (["start", "stop"] * 2 if started else ["stop"] * 2)
+
+
+def test_the_worker_is_opt_in():
+    """Off unless asked for (``embedder.worker=true``): it buys wall time on a cold run, not CPU, and on a
+    warm cache it only imports the encoder (benchmarks/bench_warm_cpu.py)."""
+    shipped = OmegaConf.load(Path(worker.__file__).resolve().parents[1] / "conf" / "embedder" / "minilm.yaml")
+    assert shipped.worker is False and SentenceTransformerEmbedder().worker is False
+    assert worker.why_not(OmegaConf.merge(_config(), {"embedder": shipped}), multirun=True) == "embedder.worker=false"

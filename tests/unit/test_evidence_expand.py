@@ -184,7 +184,8 @@ def test_evidence_unit_metrics_cut_at_k_not_at_the_unit_list():
     assert round(s["retrieval/ndcg_at_5"], 3) == 0.613
     assert s["retrieval/precision_at_5"] == pytest.approx(0.2)
     assert s["retrieval/recall_at_5"] == 0.5 and s["retrieval/hit_at_5"] == 1.0
-    assert s["retrieval/map_at_5"] == pytest.approx(0.5) and s["retrieval/mrr"] == 1.0
+    assert s["retrieval/map_at_5"] == pytest.approx(0.5) and s["retrieval/mrr_at_5"] == 1.0
+    assert "retrieval/mrr" not in s  # MRR only at its cut-offs
 
 
 def test_cjk_quote_soft_rule_is_the_same_in_soft_match_and_the_matcher():
@@ -204,23 +205,33 @@ def test_cjk_quote_soft_rule_is_the_same_in_soft_match_and_the_matcher():
 
 
 def _unit_metrics_by_definition(ranked, covered, qrels, ks):
-    """``retrieval/<m>_at_k`` as defined: the unit ranking of the first k hits, cut at max(its length, k)."""
-    from ragbench.evidence import unit_ranking_of
+    """``retrieval/<m>_at_k`` as the README defines them, one rank per hit: hit, precision, nDCG and MRR are
+    trec_eval's (``retrieval_metrics``, checked against pytrec_eval) on the unit ranking of the first k hits
+    (one entry per hit); recall = distinct relevant units the first k hits cover / relevant units; MAP =
+    sum over relevant hits of precision at the hit's rank x the relevant units it newly covers / relevant
+    units."""
+    from ragbench.evidence import new_units, unit_ranking_of
 
     out = {}
+    num_rel = sum(g >= 1 for g in qrels.values())
     for k in ks:
-        units = unit_ranking_of(ranked[:k], covered[:k])
-        for key, value in retrieval_metrics(units, qrels, [max(len(units), k)]).items():
-            if key != "mrr":
-                out[f"retrieval/{key.rsplit('_at_', 1)[0]}_at_{k}"] = value
-    units = unit_ranking_of(ranked, covered)
-    out["retrieval/mrr"] = retrieval_metrics(units, qrels, [max(len(units), 1)])["mrr"]
+        units = unit_ranking_of(ranked[:k], covered[:k], qrels)
+        assert len(units) == len(ranked[:k])  # one entry per hit
+        trec = retrieval_metrics(units, qrels, [k])
+        new = [sum(qrels.get(u, 0) >= 1 for u in n) for n in new_units(covered[:k])]
+        rel = [n > 0 for n in new]
+        ap = sum(n * sum(rel[: i + 1]) / (i + 1) for i, n in enumerate(new) if n)
+        values = {"hit": trec[f"hit_at_{k}"], "recall": sum(new) / num_rel if num_rel else 0.0,
+                  "precision": trec[f"precision_at_{k}"], "ndcg": trec[f"ndcg_at_{k}"],
+                  "map": ap / num_rel if num_rel else 0.0, "mrr": trec[f"mrr_at_{k}"]}
+        out.update({f"retrieval/{m}_at_{k}": v for m, v in values.items()})
     return out
 
 
-def test_unit_metrics_from_one_ranking_equal_the_per_k_definition_exactly():
-    """scores_from_record ranks the evidence units once and cuts each k at its prefix: over 3,000 random
-    cases (short lists, hits covering several units, repeats, empty lists) every value is the same float."""
+def test_unit_metrics_from_one_ranking_equal_the_per_k_definition():
+    """scores_from_record scores the evidence units once over all hits and reads each k: over 3,000 random
+    cases (short lists, hits covering several units, repeats, empty lists) every value equals the per-k
+    definition."""
     import random
 
     from ragbench.judge.retrieval import scores_from_record
@@ -235,8 +246,10 @@ def test_unit_metrics_from_one_ranking_equal_the_per_k_definition_exactly():
         ks = sorted({*rng.sample(range(1, 15), rng.randint(1, 4))})
         got = scores_from_record(ranked, covered, {}, qrels, ks, [], [])
         want = _unit_metrics_by_definition(ranked, covered, qrels, ks)
-        assert {k: v for k, v in got.items() if not k.startswith("retrieval/chunk/")} == want
-        assert list(k for k in got if not k.startswith("retrieval/chunk/")) == list(want)  # same key order
+        unit = {k: v for k, v in got.items() if not k.startswith("retrieval/chunk/")}
+        assert unit.keys() == want.keys()
+        for key, value in want.items():
+            assert unit[key] == pytest.approx(value, abs=1e-12), key
 
 
 def test_hit_units_is_covers_for_every_hit_and_evidence_item():

@@ -9,9 +9,10 @@ from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError
 from ragbench.pipeline import Pipeline
 from ragbench.retrieval.dense import FaissRetriever
+from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.types import Level, Paragraph, Section
 from tests.fixtures.components import FlakyAnswerer, fails
-from tests.fixtures.toy import HashEmbedder, ToyAdapter, toy_components
+from tests.fixtures.toy import DIM, HashEmbedder, ToyAdapter, toy_components
 
 
 def components(**over):
@@ -23,7 +24,7 @@ def test_end_to_end_scores_on_toy_data():
     by_qid = {c.query.qid: c for c in result.cases}
     assert by_qid["q2"].scores["retrieval/hit_at_1"] == 1.0  # the Lisbon sentence ranks first
     assert by_qid["q2"].contexts[0].chunk_id == "b#s0.p0"  # expanded to its paragraph
-    assert "retrieval/mrr" not in by_qid["q3"].scores  # no evidence: not scored, counted apart
+    assert "retrieval/mrr_at_10" not in by_qid["q3"].scores  # no evidence: not scored, counted apart
     assert result.metrics["retrieval/queries_scored"] == 2
     assert result.metrics["cases/total"] == 3 and result.metrics["cases/failed"] == 0
     assert result.counts["searchable_chunks"] == 4 and result.counts["embedded_texts"] == 4
@@ -53,6 +54,18 @@ def test_cache_reuses_vectors_retrieval_and_answers(tmp_path):
     other_k = StageCache(dir=str(tmp_path))
     Pipeline(components(embedder=emb, topk=20), cache=other_k).run()  # deeper search: vectors reused
     assert other_k.misses["retrieval"] == 1 and other_k.hits["index"] == 1 and emb.calls == [4, 3]
+
+
+def test_a_cached_job_records_the_vector_width_and_no_unmeasured_latency(tmp_path):
+    emb = HashEmbedder()
+    first = Pipeline(components(embedder=emb), cache=StageCache(dir=str(tmp_path))).run()
+    cache = StageCache(dir=str(tmp_path))
+    again = Pipeline(components(embedder=emb, topk=2), cache=cache).run()  # another top-k: the same search
+    assert cache.hits["retrieval"] == 1 and emb.calls == [4, 3]  # nothing searched or embedded again
+    assert first.counts["embedding_dim"] == again.counts["embedding_dim"] == DIM
+    assert embedder_dim_tag(dict(again.counts)) == {"ragbench.embedder_dim": str(DIM)}
+    assert first.metrics["latency/search_mean_ms"] > 0
+    assert not [k for k in again.metrics if k.startswith("latency/search")]  # not measured: not logged as 0
 
 
 def test_parent_vectors_mean_pool_children(tmp_path):

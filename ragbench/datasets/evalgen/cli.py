@@ -17,8 +17,8 @@ from ragbench.datasets.evalgen.dedup import Deduplicator
 from ragbench.datasets.evalgen.journal import Journal, check_share, write_set
 from ragbench.datasets.evalgen.plan import plan
 from ragbench.datasets.evalgen.prompts import load_generation_prompts
-from ragbench.datasets.evalgen.runner import RunResult, Settings, SlotWorker, run
-from ragbench.errors import ConfigError
+from ragbench.datasets.evalgen.runner import RunResult, Settings, SlotWorker, drop_fix, run
+from ragbench.errors import ConfigError, RagbenchError
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -210,6 +210,13 @@ def cmd_generate(overrides: list[str]) -> int:
                    "by_difficulty": dict(Counter(s["difficulty"] for s in samples))},
         "cost_usd": round(result.cost_usd(), 6),
     }
+    dropped = result.dropped()
+    if not samples:  # nothing to resume either: the drops would only repeat, and a fix changes the settings
+        journal.finish()
+        summary(result, planned=Counter(s.question_type for s in slots), cost=result.cost_usd(), files=[],
+                skipped=skipped)
+        raise RagbenchError(no_samples(dropped, tried=len(result.outcomes) + sum(result.llm_errors.values()),
+                                       out=out))
     files = write_set(out, samples, metadata, test_share=split, seed=int(cfg.seed))
     if not result.llm_errors:
         journal.finish()
@@ -219,5 +226,16 @@ def cmd_generate(overrides: list[str]) -> int:
     summary(result, planned=Counter(s.question_type for s in slots), cost=result.cost_usd(), files=files,
             skipped=skipped)
     if len(samples) < n:
-        log.warning("kept %d of n=%d: raise max_attempts (or lower critic.threshold) for more", len(samples), n)
+        reason = dropped.most_common(1)[0][0] if dropped else None
+        log.warning("kept %d of n=%d: raise max_attempts for more%s", len(samples), n,
+                    f"; most drops were {reason}: {drop_fix(reason)}" if reason else "")
     return 0
+
+
+def no_samples(dropped: Counter[str], *, tried: int, out: Path) -> str:
+    """The one-line failure of a run that kept nothing: the dominant drop reason and its fix."""
+    if not dropped:
+        return f"generate kept no question and tried none; nothing written to {out}; fix: raise max_attempts"
+    reason, count = dropped.most_common(1)[0]
+    return (f"generate kept no question: {count} of {tried} tried were dropped as {reason}; nothing written to "
+            f"{out}; fix: {drop_fix(reason)}")

@@ -23,6 +23,7 @@ from ragbench.datasets.evalgen.prompts import (
 )
 from ragbench.errors import LLMError
 from ragbench.evidence import EvidenceMap, EvidenceMatcher, covers
+from ragbench.llm import errors as llm_errors
 from ragbench.llm.errors import LLMAuthError, LLMConnectionError
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.text import tokens
@@ -183,6 +184,36 @@ class SlotWorker:
                        "answerability": scores.answerability, "reasoning": scores.reasoning},
         }
         return Outcome(slot=slot.index, question_type=slot.question_type, status="kept", item=item, cost_usd=cost)
+
+
+# the fix for each reason a slot is dropped ("critic_low_*" by prefix; "llm_error:<class>" by the LLM error's own fix)
+DROP_FIXES = {
+    "malformed_reply": "the generator's replies are not the JSON the prompt asks for: use a model that follows "
+                       "instructions (llm.model=...), raise parse_retries, or raise llm.max_tokens if replies are cut off",
+    "critic_malformed_reply": "the critic's replies are not the JSON scores asked for: set critic.model to a model "
+                              "that follows instructions, or raise parse_retries",
+    "quote_not_found": "the generator's quotes are not in the documents: use a model that copies text verbatim "
+                       "(llm.model=...) or lower llm.temperature",
+    "quote_outside_passages": "the generator quotes other parts of the documents than the passages shown: use a "
+                              "stronger model (llm.model=...) or lower llm.temperature",
+    "quote_too_short": "the generator's quotes are fragments of under 3 words: use a stronger model (llm.model=...)",
+    "quotes_from_one_passage": "two-passage questions quote one passage only: lower types.multi_hop and "
+                               "types.comparison, or use a stronger model (llm.model=...)",
+    "critic_low": "the critic scores the questions below critic.threshold: lower critic.threshold, or use a "
+                  "stronger generator (llm.model=...)",
+    "near_duplicate": "the questions repeat each other: raise dedup.threshold, or add documents",
+}
+
+
+def drop_fix(reason: str) -> str:
+    """What to change so fewer slots are dropped for ``reason`` (a key of ``RunResult.dropped``)."""
+    if reason.startswith(f"{LLM_ERROR}:"):
+        cls = getattr(llm_errors, reason.split(":", 1)[1], None)
+        if isinstance(cls, type) and issubclass(cls, LLMError):
+            return llm_errors.fix_for(cls)
+        return "check the llm settings and run the same command again to retry the failed calls"
+    return DROP_FIXES.get("critic_low" if reason.startswith("critic_low_") else reason,
+                          "raise max_attempts (or lower critic.threshold)")
 
 
 Progress = Callable[[int, int, int, float], None]  # (slots done, slots planned, items kept, cost so far)

@@ -84,11 +84,11 @@ def test_default_metrics_are_the_ones_some_run_has():
     assert "judge/accuracy" not in default_metrics({"answer/f1"})
     assert default_metrics({"answer/f1", "judge/accuracy"})[:2] == ["answer/f1", "judge/accuracy"]
     # stages=retrieval: no answer/f1, no generate latency; the baseline is then picked on retrieval/hit_at_5
-    assert default_metrics({"retrieval/hit_at_5", "retrieval/mrr", "context/tokens", "latency/search_ms"}) == [
-        "retrieval/hit_at_5", "retrieval/mrr", "context/tokens"]
+    assert default_metrics({"retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens", "latency/search_ms"}) == [
+        "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens"]
     assert default_metrics({"latency/generate_ms"}) == ["latency/generate_p50_ms"]
     # none of them: all (but the optional judge), so the comparison names what is missing
-    assert default_metrics(set()) == ["answer/f1", "retrieval/hit_at_5", "retrieval/mrr", "context/tokens",
+    assert default_metrics(set()) == ["answer/f1", "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens",
                                       "latency/generate_p50_ms"]
 
 

@@ -160,8 +160,8 @@ def test_plots_drawn_by_the_child_or_here_are_the_same_files(how, tmp_path, monk
 @pytest.mark.parametrize("argv,message", [
     (["--runs", "a", "--sweep", "b"], "not allowed with argument"),
     (["--baseline", "a", "--baseline-file", "b.json"], "not allowed with argument"),
-    (["--resamples", "10"], "--resamples >= 100"),
-    (["--tolerance", "-1"], "--tolerance >= 0"),
+    (["--resamples", "10"], "--resamples 10: use 100 to 1,000,000"),
+    (["--tolerance", "-1"], "--tolerance -1: use a finite number >= 0"),
     (["--frobnicate"], "unrecognized arguments"),
 ])
 def test_cli_usage_errors_exit_2(argv, message, capsys):

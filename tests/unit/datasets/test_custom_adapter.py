@@ -40,7 +40,7 @@ def load(root: Path, **kw):
 ROWS = [
     {"question": "When does the ferry leave?", "answers": ["7:15"], "question_type": "single_hop_fact",
      "evidence": ["The ferry leaves the north pier at 7:15 every weekday."]},
-    {"id": "lh", "question": "When is the weather logged?", "answers": "at noon and at midnight",
+    {"question": "When is the weather logged?", "answers": "at noon and at midnight",
      "evidence": [{"text": "logs the weather at noon", "doc_id": "lighthouse.txt", "relevance": 3}]},
     {"question": "How much did revenue grow?", "answers": ["12 percent"], "question_type": "single_hop_fact",
      "doc_ids": ["report.pdf"], "evidence": [{"ref": "2", "doc_id": "report"}]},
@@ -53,8 +53,16 @@ def test_documents_of_every_kind(corpus):
     es = load(corpus)
     docs = {d.doc_id: d for d in es.documents}
     assert sorted(docs) == ["ferry.md", "guides/lighthouse.txt", "report.pdf"]
-    assert docs["ferry.md"].title == "Ferry handbook" and docs["ferry.md"].text == MD
-    assert docs["guides/lighthouse.txt"].title == "lighthouse" and docs["guides/lighthouse.txt"].sections == ()
+    ferry, light = docs["ferry.md"], docs["guides/lighthouse.txt"]
+    # the .md first heading is its title, indexed with the first paragraph (a heading alone opens a section
+    # whose title no searched chunk carries); a .txt has no title in its text: the stem names it, unindexed
+    assert ferry.title == "Ferry handbook" and ferry.meta["title_indexed"]
+    assert [[p.text for p in s.paragraphs] for s in ferry.sections] == [
+        ["Ferry handbook The ferry leaves the north pier at 7:15 every weekday."], ["Day passes cost 6 euros."]]
+    assert [s.title for s in ferry.sections] == ["Ferry handbook", "Ferry handbook > Tickets"]
+    assert light.title == "lighthouse" and not light.meta["title_indexed"]
+    assert [p.text for s in light.sections for p in s.paragraphs] == [
+        "Lighthouse notes", "The lighthouse keeper logs the weather at noon and at midnight."]
     pdf_doc = docs["report.pdf"]
     assert [s.ref for s in pdf_doc.sections] == ["1", "2"]
     assert pdf_doc.sections[1].paragraphs[0].text == "Revenue grew by 12 percent in 2023."
@@ -67,7 +75,7 @@ def test_jsonl_questions(corpus):
     assert Counter(q.question_type for q in es.queries) == {"single_hop_fact": 2, "general": 1, "unanswerable": 1}
     assert q0.qid == "q1" and q0.evidence[0].doc_id == "ferry.md" and q0.doc_ids == ("ferry.md",)
     assert es.stats["evidence_doc_inferred"] == 1
-    assert q1.qid == "lh" and q1.answers == ("at noon and at midnight",)
+    assert q1.qid == "q2" and q1.answers == ("at noon and at midnight",)
     assert q1.evidence[0].relevance == 3 and q1.doc_ids == ("guides/lighthouse.txt",)
     assert q2.evidence[0].ref == "2" and q2.evidence[0].text is None and q2.doc_ids == ("report.pdf",)
     assert not q3.answerable and q3.answers == (REFUSAL_GOLD,) and q3.evidence == ()
@@ -156,9 +164,9 @@ def test_invalid_utf8_document(corpus):
 
 
 def test_missing_required_field(corpus):
-    write_jsonl(corpus, [{"question": "no answers key"}])
+    write_jsonl(corpus, [{"question": "no answers key"}])  # answers may be left out, but then evidence is needed
     err = _error(corpus)
-    assert err.field == "answers" and err.record == "line 1"
+    assert err.field == "answers" and "neither evidence nor answers" in str(err)
 
 
 def test_missing_field_in_easyrag(corpus):

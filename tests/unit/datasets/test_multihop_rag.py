@@ -142,3 +142,26 @@ def test_each_article_text_starts_with_title_source_date_url():
         assert f"Source: {art['source']}" in header and f"Published at: {art['published_at']}" in header
         assert header[-1] == f"URL: {art['url']}"
         assert doc.sections[0].paragraphs[1].text in art["body"]  # the body follows the header
+
+
+def test_a_body_hit_carries_the_articles_source_and_date_to_the_generator():
+    """The header paragraph is a separate paragraph: a hit in the body reaches the generator with the
+    article's source and date only through its heading (the section title), at every expansion level."""
+    from ragbench.expand import ParentExpander
+    from ragbench.generate.prompts import load_answer_prompt
+    from ragbench.ingest.hierarchical import HierarchicalChunker
+    from ragbench.types import Hit, Level
+
+    es = load()
+    tree = HierarchicalChunker().chunk(es.documents)
+    doc = next(d for d in es.documents if d.title == "Harborview Robotics unveils warehouse picker arm")
+    assert doc.sections[0].title == "Source: The Example Ledger | Published at: 2023-10-02T09:15:00+00:00"
+    body = next(c for c in tree.chunks.values() if c.doc_id == doc.doc_id and c.level == Level.SENTENCE
+                and c.text.startswith("Chief executive Mira Osei"))
+    query = es.queries[0]
+    for depth in (0, 1):  # the sentence itself, and the default: its paragraph
+        (ctx,) = ParentExpander(parent_depth=depth).expand([Hit(body.chunk_id, 1.0, 1)], tree)
+        assert "The Example Ledger" not in ctx.text and "2023-10-02" not in ctx.text  # not in the body
+        assert ctx.title == f"{doc.title} > {doc.sections[0].title}"
+        user = load_answer_prompt("default").messages(query, [ctx], dataset="multihop_rag")[1]["content"]
+        assert "Source: The Example Ledger | Published at: 2023-10-02T09:15:00+00:00" in user

@@ -10,7 +10,7 @@ def case(qtype, f1=None, refused=0.0, answerable=True, failed=False, hit=None, l
     scores = {}
     if hit is not None:
         scores["retrieval/hit_at_5"] = hit
-        scores["retrieval/mrr"] = hit
+        scores["retrieval/mrr_at_10"] = hit
     if f1 is not None:
         scores.update({"answer/f1": f1, "answer/em": float(f1 == 1.0), "answer/refused": refused})
     answer = None if failed else Answer(text="a", model="m", usage=Usage(prompt_tokens=tokens, completion_tokens=1))
@@ -29,6 +29,7 @@ def test_end_to_end_vs_successful_only():
     assert m["cases/failed"] == 1 and m["cases/total"] == 3
     assert m["cases/failure_rate"] == pytest.approx(1 / 3)
     assert m["retrieval/hit_at_5"] == pytest.approx(2 / 3)   # retrieval ran for the failed case too
+    assert m["retrieval/queries_scored"] == 3
     assert m["by_type/x/answer/f1"] == pytest.approx(0.75)
     assert m["by_type/y/answer/f1"] == 0.0
     assert m["by_type/y/cases/failed"] == 1
@@ -91,3 +92,26 @@ def test_metric_names_are_valid_mlflow_parts():
     assert metric_name("yes/no") == "yes_no"
     assert metric_name("Single Factual") == "single_factual"
     assert metric_name("metrics-generated") == "metrics-generated"
+
+
+def test_locomo_official_overall_beside_the_category_1_to_4_overall():
+    """LoCoMo questions of categories 4, 2, 5 (scores 1.0, 0.5, 1.0) and a failed category-5 question:
+    answer/locomo_f1 (ragbench, categories 1-4) = (1.0 + 0.5) / 2; answer/locomo_f1_official (every
+    question, as task_eval/evaluation_stats.py: sum / count) = (1.0 + 0.5 + 1.0 + 0) / 4."""
+    from ragbench.judge.lexical import answer_scores
+
+    def locomo(qid, category, answer, gold, failed=False):
+        meta = {"category": category}
+        scores = {} if failed else answer_scores(answer, [gold], dataset="locomo", meta=meta)
+        return CaseResult(query=Query(qid=qid, text="?", answers=(gold,), question_type=f"c{category}", meta=meta),
+                          hits=(), contexts=(), answer=None, scores=scores, status="failed" if failed else "ok")
+
+    cases = [locomo("a", 4, "Tom", "Tom"), locomo("b", 2, "7 May", "7 May 2023"),
+             locomo("c", 5, "Not mentioned.", "Not mentioned"), locomo("d", 5, "", "Not mentioned", failed=True)]
+    assert "answer/locomo_f1" not in cases[2].scores and cases[2].scores["answer/locomo_f1_official"] == 1.0
+    assert cases[1].scores["answer/locomo_f1"] == cases[1].scores["answer/locomo_f1_official"] == pytest.approx(0.8)
+    m = aggregate(cases)
+    assert m["answer/locomo_f1"] == pytest.approx((1.0 + 0.8) / 2)
+    assert m["answer/locomo_f1_official"] == pytest.approx((1.0 + 0.8 + 1.0 + 0.0) / 4)
+    assert m["answer/locomo_f1_official_successful"] == pytest.approx((1.0 + 0.8 + 1.0) / 3)
+    assert "by_type/c5/answer/locomo_f1" not in m and m["by_type/c5/answer/locomo_f1_official"] == 0.5

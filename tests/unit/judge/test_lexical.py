@@ -88,6 +88,11 @@ def test_locomo_f1_only_on_locomo():
     meta = {"category": 3}
     assert answer_scores("Likely no", ["Likely no; x"], dataset="locomo", meta=meta)["answer/locomo_f1"] == 1.0
     assert "answer/locomo_f1" not in answer_scores("Likely no", ["Likely no; x"], dataset="qasper", meta=meta)
+    # category 5 only under the official key; categories 1-4 under both
+    adv = answer_scores("Not mentioned in the chat", ["Not mentioned"], dataset="locomo", meta={"category": 5})
+    assert "answer/locomo_f1" not in adv and adv["answer/locomo_f1_official"] == 1.0
+    both = answer_scores("Likely no", ["Likely no; x"], dataset="locomo", meta=meta)
+    assert both["answer/locomo_f1_official"] == both["answer/locomo_f1"] == 1.0
 
 
 # ---------------------------------------------------------------- OpenViking check_recall

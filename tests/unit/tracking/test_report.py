@@ -57,13 +57,23 @@ def test_sweep_size_counts_the_grid(task, extra, size):
 
 
 @pytest.mark.parametrize(("rows", "asked", "used"), [
-    ([{"answer/f1": 0.2, "retrieval/mrr": 0.3}], "answer/f1", "answer/f1"),
-    ([{"retrieval/mrr": 0.3}, {"retrieval/mrr": 0.5}], "answer/f1", "retrieval/mrr"),  # stages=retrieval
-    ([{"retrieval/mrr": 0.3}, {"answer/f1": 0.1}], "answer/f1", "answer/f1"),  # one job has it: kept
+    ([{"answer/f1": 0.2, "retrieval/mrr_at_10": 0.3}], "answer/f1", "answer/f1"),
+    ([{"retrieval/mrr_at_10": 0.3}, {"retrieval/mrr_at_10": 0.5}], "answer/f1", "retrieval/mrr_at_10"),  # stages=retrieval
+    ([{"retrieval/mrr_at_10": 0.3}, {"answer/f1": 0.1}], "answer/f1", "answer/f1"),  # one job has it: kept
     ([{"status": "FAILED"}], "answer/f1", "answer/f1"),  # nothing to rank by at all: the asked one
-    ([{"judge/accuracy": 0.7, "retrieval/mrr": 0.1}], "judge/accuracy", "judge/accuracy"),
+    ([{"judge/accuracy": 0.7, "retrieval/mrr_at_10": 0.1}], "judge/accuracy", "judge/accuracy"),
 ])
 def test_ranking_metric_falls_back_when_no_job_has_the_asked_one(rows, asked, used):
     from ragbench.tracking.sweep import ranking_metric
 
     assert ranking_metric(rows, asked) == used
+
+
+def test_summary_says_what_retrieval_is_scored_on():
+    from ragbench.tracking.report import retrieval_scope
+
+    metrics = {"counts/retrieval_scored": 54.0, "counts/retrieval_excluded/unanswerable": 12.0,
+               "counts/retrieval_excluded/no_evidence": 0.0, "counts/retrieval_excluded/evidence_not_found": 18.0}
+    assert retrieval_scope(metrics) == "54 of 84 questions (out: 12 unanswerable, 18 evidence not found)"
+    assert retrieval_scope({"counts/retrieval_scored": 3.0}) == "3 of 3 questions"
+    assert retrieval_scope({}) is None

@@ -54,7 +54,7 @@ def tamper_metric(rows, logged):
 
 
 def drop_metric(rows, logged):
-    del logged["retrieval/mrr"]
+    del logged["retrieval/mrr_at_10"]
 
 
 def unknown_metric(rows, logged):
@@ -64,7 +64,7 @@ def unknown_metric(rows, logged):
 @pytest.mark.parametrize("tamper,needle", [
     (tamper_score, "case q1 retrieval/ndcg_at_5"), (tamper_qrels, "case q2 retrieval/"),
     (tamper_context, "case q1 context/"), (tamper_metric, "run metric answer/f1"),
-    (drop_metric, "run metric retrieval/mrr: recomputed but not logged"),
+    (drop_metric, "run metric retrieval/mrr_at_10: recomputed but not logged"),
     (unknown_metric, "run metric answer/made_up: logged but not recomputable"),
 ])
 def test_tampering_is_caught(tamper, needle):

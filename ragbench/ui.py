@@ -1,0 +1,225 @@
+"""``ragbench ui`` (also ``python -m ragbench.ui``): the lean MLflow server on the jobs' store, opened on the runs.
+
+MLflow 3 opens an experiment on its GenAI overview ("Traces 0") unless the URL names the machine-learning
+workflow; ``runs_url`` is the runs view with it selected. A sweep saves its own view on the experiment (MLflow's
+shared-view tag: its jobs, best ``headline/answer_f1`` first, the varying params and headline metrics as
+columns) and prints its ``view_url`` at the end; ``sweep_url`` is the same without the columns (older sweeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 5000
+WORKFLOW = "workflowType=machine_learning"  # MLflow 3's "Model training" switch, as a URL parameter
+ORDER = "orderByKey=" + quote("metrics.`headline/answer_f1`", safe="") + "&orderByAsc=false"
+START_TIMEOUT_S = 90.0
+
+
+def base_url(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
+    return f"http://{host}:{port}"
+
+
+def runs_url(base: str, experiment_id: str) -> str:
+    """The experiment's runs view with the machine-learning workflow selected (not the GenAI overview)."""
+    return f"{base}/#/experiments/{experiment_id}/runs?{WORKFLOW}"
+
+
+def sweep_url(base: str, experiment_id: str, parent_run_id: str) -> str:
+    """The runs view narrowed to the jobs of one sweep (the children of ``parent_run_id``), best F1 first."""
+    flt = quote(f"tags.mlflow.parentRunId = '{parent_run_id}'", safe="")
+    return f"{runs_url(base, experiment_id)}&searchFilter={flt}&{ORDER}"
+
+
+VIEW_TAG = "mlflow.sharedViewState."  # an experiment tag MLflow's runs view loads as a shared view
+NAME_COLUMN = "attributes.`Run Name`"
+VIEW_METRICS = ("headline/answer_f1", "headline/hit_at_topk", "headline/mrr", "headline/context_evidence_recall",
+                "headline/judge_accuracy", "headline/answer_em", "headline/failure_rate")
+
+
+def view_key(parent_run_id: str) -> str:
+    return f"ragbench-sweep-{parent_run_id}"
+
+
+def sweep_view(parent_run_id: str, params: Sequence[str], metrics: Sequence[str]) -> str:
+    """The runs view of one sweep as MLflow's shared-view state (JSON): its jobs only, best F1 first, the
+    params that differ between them and the headline metrics as columns (none of MLflow's ~800 others)."""
+    columns = [f"metrics.`{m}`" for m in VIEW_METRICS if m in metrics] + [f"params.`{p}`" for p in params]
+    return json.dumps({"searchFilter": f"tags.mlflow.parentRunId = '{parent_run_id}'",
+                       "orderByKey": "metrics.`headline/answer_f1`", "orderByAsc": False,
+                       "selectedColumns": columns, "columnOrder": [NAME_COLUMN, *columns],
+                       "columnWidths": {NAME_COLUMN: 260, **{c: 120 for c in columns}}, "viewMaximized": True})
+
+
+def view_url(base: str, experiment_id: str, key: str) -> str:
+    """The runs view in the state saved under ``key`` (``save_sweep_view``)."""
+    return f"{runs_url(base, experiment_id)}&viewStateShareKey={quote(key, safe='')}"
+
+
+def save_sweep_view(client: Any, experiment_id: str, parent_run_id: str, params: Sequence[str],
+                    metrics: Sequence[str]) -> str:
+    """Stores the sweep's view on the experiment (a tag); returns its key for ``view_url``."""
+    key = view_key(parent_run_id)
+    client.set_experiment_tag(experiment_id, VIEW_TAG + key, sweep_view(parent_run_id, params[:8], metrics))
+    return key
+
+
+def parent_url(base: str, experiment_id: str, parent_run_id: str) -> str:
+    """The sweep's parent run page (its artifacts hold ``compare/report.html`` and ``runs.csv``)."""
+    return f"{base}/#/experiments/{experiment_id}/runs/{parent_run_id}/artifacts?{WORKFLOW}"
+
+
+def server_command(uri: str, host: str, port: int) -> list[str]:
+    """The lean server: one web worker, no job runner (``mlflow ui``'s default is ~15 processes, 4 GiB)."""
+    mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    return [mlflow, "ui", "--backend-store-uri", uri, "--workers", "1", "--host", host, "--port", str(port)]
+
+
+def server_env() -> dict[str, str]:
+    return {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true",
+            "DO_NOT_TRACK": "1"}
+
+
+def store_ids(db: Path, experiment: str) -> tuple[str | None, str | None, set[str]]:
+    """(experiment id, latest sweep parent run id, the keys of the experiment's saved views) read from a
+    sqlite store, without importing MLflow."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        row = con.execute("SELECT experiment_id FROM experiments WHERE name = ? AND lifecycle_stage = 'active'",
+                          (experiment,)).fetchone()
+        if row is None:
+            return None, None, set()
+        views = {str(k)[len(VIEW_TAG):] for (k,) in con.execute(
+            "SELECT key FROM experiment_tags WHERE experiment_id = ? AND key LIKE ?", (row[0], VIEW_TAG + "%"))}
+        sweep = con.execute(
+            "SELECT r.run_uuid FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid WHERE r.experiment_id = ? "
+            "AND r.lifecycle_stage = 'active' AND t.key = 'ragbench.role' AND t.value = 'sweep' "
+            "ORDER BY r.start_time DESC LIMIT 1", (row[0],)).fetchone()
+        return str(row[0]), (str(sweep[0]) if sweep else None), views
+    finally:
+        con.close()
+
+
+def wait_until_up(base: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT_S) -> bool:
+    """True once the server answers ``/health``; False when it exits or does not answer in ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.3)
+    return False
+
+
+def open_in_browser(url: str) -> bool:
+    """Opens ``url`` where a browser exists (never on a headless machine: ``webbrowser`` finds none)."""
+    import webbrowser
+
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")):
+        return False
+    try:
+        return webbrowser.get().open(url)
+    except webbrowser.Error:
+        return False
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ragbench ui", description="Start the lean MLflow server on the jobs' store "
+                                "and print (and open) the runs view of the ragbench experiment.")
+    p.add_argument("--tracking-uri", help="sqlite store (default: tracking.uri of conf/tracking/mlflow.yaml, "
+                                          "sqlite:///mlruns/mlflow.db, relative to this folder)")
+    p.add_argument("--experiment", help="MLflow experiment (default: the jobs' tracking.experiment, ragbench)")
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to serve on ({DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="also print this sweep's jobs view (default: the latest)")
+    p.add_argument("--no-browser", action="store_true", help="print the URL only")
+    return p
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends the server like Ctrl-C (its process group is its own)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Starts the server, prints the URLs, serves until Ctrl-C or SIGTERM; returns the exit code."""
+    from ragbench.tracking.store import sqlite_path, tracking_defaults
+
+    args = parser().parse_args(argv)
+    default_uri, default_experiment = tracking_defaults()
+    uri, experiment = args.tracking_uri or default_uri, args.experiment or default_experiment
+    db = sqlite_path(uri)
+    if db is None:
+        print(f"ragbench ui: error: {uri} is not a sqlite store; a server is already running there: open it "
+              "in a browser", file=sys.stderr)
+        return 2
+    if not db.exists():
+        print(f"ragbench ui: error: no MLflow store at {db.resolve()}; run from the folder the jobs ran in "
+              "(or pass --tracking-uri), after a job or sweep (python -m ragbench ...)", file=sys.stderr)
+        return 2
+    exp_id, latest, views = store_ids(db, experiment)
+    if exp_id is None:
+        print(f"ragbench ui: error: no experiment {experiment!r} in {db}; pass --experiment "
+              "(the jobs' tracking.experiment)", file=sys.stderr)
+        return 2
+    base = base_url(args.host, args.port)
+    before = signal.signal(signal.SIGTERM, _stop)
+    proc = subprocess.Popen(server_command(uri, args.host, args.port), env=server_env(), stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        if not wait_until_up(base, proc):
+            code = proc.poll()
+            print(f"ragbench ui: error: the MLflow server did not start on {base} "
+                  f"({'exit ' + str(code) if code is not None else 'no answer in ' + str(int(START_TIMEOUT_S)) + ' s'}"
+                  f"); is port {args.port} in use? pass --port", file=sys.stderr)
+            return 1
+        url = runs_url(base, exp_id)
+        print(f"MLflow runs of experiment {experiment!r}: {url}", flush=True)
+        sweep = args.sweep or latest
+        jobs = url
+        if sweep:
+            key = view_key(sweep)
+            jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
+            print(f"{'sweep' if args.sweep else 'latest sweep'} {sweep}, its jobs: {jobs}")
+            print(f"its report (compare/report.html) and runs.csv: {parent_url(base, exp_id, sweep)}", flush=True)
+        if not args.no_browser:
+            open_in_browser(jobs)
+        print("serving; Ctrl-C stops the server", flush=True)
+        return proc.wait() or 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point."""
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The sweep table at 80 columns (what varies, the ranking metric, baselines apart), runs.csv, run names."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from rich.console import Console
+
+from ragbench.compare.runcases import config_label
+from ragbench.tracking.run_names import job_run_name, parse_run_name, short_items
+from ragbench.tracking.runs_table import csv_text, print_sweep_table
+from ragbench.tracking.sweep import job_labels
+
+
+def _rows() -> list[dict]:
+    rows = []
+    for i, (topk, f1) in enumerate([(10, 0.41), (5, 0.38), (3, 0.30)]):
+        rows.append({"label": f"retrieval.topk={topk} #{i}", "run_id": f"r{i}", "status": "FINISHED",
+                     "dataset": "qasper", "baseline": "", "answer/f1": f1, "retrieval/hit_at_topk": 0.5 + i / 10,
+                     "retrieval/mrr": 0.31, "context/evidence_text_recall": 0.44, "answer/em": 0.1,
+                     "retrieval/recall_at_topk": 0.6, "cases/failed": 0.0, "cases/skipped": 0.0})
+    rows.append({**rows[0], "label": "retrieval=oracle retrieval.topk=5 #3", "run_id": "r3", "baseline": "oracle",
+                 "answer/f1": 0.2})
+    return rows
+
+
+def _render(rows: list[dict], width: int = 80) -> str:
+    con = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    print_sweep_table(con, rows, "answer/f1", title="sweep: 4 jobs")
+    return con.export_text()
+
+
+def test_table_fits_80_columns_with_topk_and_the_ranking_metric():
+    text = _render(_rows())
+    assert max(len(line) for line in text.splitlines()) <= 80
+    first = text.split("more metrics")[0]
+    assert "qasper: 3 configurations, best answer/f1 first, 1 baseline" in first
+    assert "f1 ▼" in first and all(f"topk={k}" in first for k in (10, 5, 3))
+    assert "0.4100" in first and "0.3800" in first
+    lines = first.splitlines()
+    order = [next(i for i, line in enumerate(lines) if f"topk={k} " in line) for k in (10, 5, 3)]
+    assert order == sorted(order)  # ranked as given: best F1 first
+    oracle = next(i for i, line in enumerate(lines) if "oracle baseline" in line)
+    assert oracle > max(order) and "├" in "".join(lines[max(order):oracle])  # below a line, unranked
+    assert "│  - │ oracle baseline topk=5 #3 " in text
+    assert "more metrics" in text and "skipped" in text.split("more metrics")[1]  # the rest: a second table
+
+
+def test_a_wide_terminal_gets_one_table():
+    text = _render(_rows(), width=140)
+    assert "more metrics" not in text and "skipped" in text
+
+
+def test_runs_csv_one_row_per_run_with_params_and_headline_metrics():
+    runs = [{"run_id": f"r{k}", "run_name": f"topk={k} #0", "status": "FINISHED", "baseline": "",
+             "params": {"dataset.name": "qasper", "retrieval.topk": str(k), "llm.model": "x", "seed": "0"},
+             "metrics": {"answer/f1": 0.1 * k, "headline/answer_f1": 0.1 * k, "cases/failed": 0.0, "other/x": 1.0}}
+            for k in (3, 5)]
+    rows = list(csv.DictReader(io.StringIO(csv_text(runs))))
+    assert [r["run_id"] for r in rows] == ["r3", "r5"]
+    head = list(rows[0])
+    assert head == ["run_id", "run_name", "status", "baseline", "dataset.name", "retrieval.topk", "cases/failed",
+                    "answer/f1", "headline/answer_f1"]  # no param every run shares (but dataset, top-k); no duplicates
+    assert float(rows[1]["answer/f1"]) == 0.5 and rows[0]["retrieval.topk"] == "3"
+
+
+def test_run_names_lead_with_what_the_sweep_varies():
+    name = job_run_name(4, "dataset=qasper,reranker=[mmr,diversity],retrieval.topk=5", ["retrieval.topk", "reranker"])
+    assert name == "topk=5 reranker=[mmr,diversity] dataset=qasper #4"
+    assert parse_run_name(name) == ("#4", ["topk=5", "reranker=[mmr,diversity]", "dataset=qasper"])
+    assert parse_run_name("#4 dataset=qasper,retrieval.topk=5") == ("#4", ["dataset=qasper", "retrieval.topk=5"])
+    # the same last key segment twice, or a key that says where results go: kept whole
+    assert short_items(["retrieval.topk=5", "reranker.topk=3", "cache.dir=/x"]) == [
+        "retrieval.topk=5", "reranker.topk=3", "cache.dir=/x"]
+    assert config_label("topk=5 dataset=qasper cache.dir=/x #4") == "dataset=qasper,topk=5"
+    assert job_labels({"a": "topk=5 dataset=qasper #0", "b": "topk=3 dataset=qasper #1"}) == {
+        "a": "topk=5 #0", "b": "topk=3 #1"}
