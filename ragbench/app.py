@@ -30,6 +30,7 @@ from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.retrieval.scope import check_scope
 from ragbench.stages import answer_stages, builds_llm
+from ragbench.systems.components import system_metrics
 from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
@@ -147,6 +148,7 @@ def run(cfg: DictConfig) -> float | None:
         result: JobResult = pipeline.run()
         no_gold = builds_llm(cfg) and pipeline.c.generator is None  # ran as stages=retrieval (answer_stages)
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
+        result.metrics.update(system_metrics(components.retriever))  # type: ignore[attr-defined]
         stopped = budget_stop(result.cases)
         baseline = baseline_of(components.retriever)
         job.log_result(result, topk=components.topk, extra_tags={

@@ -21,7 +21,7 @@ from ragbench.judge.context import context_refs, context_scores, openviking_evid
 from ragbench.judge.document import case_document_scores
 from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
 from ragbench.llm.errors import LLMCircuitOpenError
-from ragbench.protocols import ExplainingJudge, Judge
+from ragbench.protocols import ExplainingJudge, Judge, QueryExpander
 from ragbench.rerank.fallback import rerank_or_keep
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.routing import route_for
@@ -109,7 +109,9 @@ class CaseRunner:
                 scores.update(case_document_scores(c.dataset, tree, emap, query, final if oracle else final[: max(ks)],
                                                    c.topk, scope=c.scope))
             t = time.perf_counter()
-            contexts = tuple(expander.expand(final if oracle else final[:topk], tree))
+            shown = final if oracle else final[:topk]
+            contexts = tuple(expander.expand_query(query, shown, tree) if isinstance(expander, QueryExpander)
+                             else expander.expand(shown, tree))
             latency["expand"] = time.perf_counter() - t
             if c.trace:
                 trace["stages"].append(expansion_stage(tree, emap, contexts))

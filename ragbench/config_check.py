@@ -47,6 +47,7 @@ NUMBERS: dict[str, Rule] = {
     "topk": _INT1, "search_depth": _INT1, "retrieval.retriever.candidates": _INT1, "candidates": Rule(lo=0, integer=True),
     "k1": Rule(lo=0), "b": Rule(lo=0, hi=1), "k_rrf": _POSITIVE, "weights": Rule(lo=0),
     "hnsw_m": Rule(lo=2, integer=True), "ef_construction": _INT1, "ef_search": _INT1,
+    "nlist": _INT1, "nprobe": _INT1, "train_size": _INT1,
     "batch_size": _INT1, "dimensions": _INT1_OR_NULL, "max_seq_length": _INT1_OR_NULL, "max_length": _INT1,
     "max_paragraph_chars": _INT1, "max_sentence_chars": _INT1, "min_sentence_chars": Rule(lo=0, integer=True),
     "parent_depth": Rule(lo=0, hi=3, integer=True), "child_depth": Rule(lo=0, integer=True),

@@ -226,7 +226,7 @@ class Coverage:
         """The matched items the chunk covers, in evidence order."""
         found = self._units.get(chunk_id)
         if found is None:
-            if not self._matched:
+            if not self._matched or chunk_id not in self.tree.chunks:  # a system's context matched to no chunk
                 found = ()
             else:
                 if self._anchor_lineage is None:

@@ -31,15 +31,18 @@ from ragbench.cases import CaseRunner, JobLookup
 from ragbench.components import Components, JobResult
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import Coverage, EvidenceMatcher
-from ragbench.job_metrics import assemble, case_metrics, stage_metrics
+from ragbench.job_metrics import Produced, assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
-from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder
+from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder, OutsideRetriever
 from ragbench.query.plan import plan_queries
+from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
+from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.run_file import QueryBoundRetriever
 from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.retrieval.vectors import SPILL_ROWS, encode_to_file
 from ragbench.reuse import LAST
 from ragbench.routing import max_topk
 from ragbench.stages import answer_stages
@@ -107,6 +110,10 @@ class Pipeline:
             return vecs
 
         def build() -> tuple[list[str], np.ndarray]:
+            if parents != "mean" and len(texts) > SPILL_ROWS:  # written to disk block by block, memory-mapped
+                spill = self.cache.dir / "index" if self.cache.writes else None
+                return ids, self._timed("embed", lambda: encode_to_file(
+                    lambda part: self._embed(list(part), queries=False), texts, spill, block=SPILL_ROWS))
             if parents != "mean":
                 return ids, self._timed("embed", lambda: self._embed(texts, queries=False))
             # EasyRAG's propagation: a parent's vector is the normalised mean of its children's
@@ -160,6 +167,9 @@ class Pipeline:
         queries = list(evalset.queries)
         if isinstance(c.retriever, QueryBoundRetriever):  # retrieval=run_file: its rankings are keyed by question id
             c.retriever.bind(queries)
+        outside = isinstance(c.retriever, OutsideRetriever)  # system=...: an outside system's contexts per question
+        if isinstance(c.retriever, OutsideRetriever):
+            c.retriever.attach(queries, tree)
         plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
                                                          workers=c.query.max_concurrency))
         qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
@@ -183,6 +193,9 @@ class Pipeline:
                 scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
             found, seconds = self._timed("search", lambda: search_all(c.retriever, qtexts, qvecs, depth, scoped,
                                                                       owners))
+            if isinstance(c.retriever, FaissRetriever) and scoped is None and qvecs is not None:
+                # every depth: the jobs of a top-k sweep share this entry and report their own cut-offs
+                searched["ann_recall"] = c.retriever.ann_recall(vectors=qvecs, hits=found, ks=range(1, depth + 1))
             search_s.extend(seconds)
             single_s.extend(time_single(c.retriever, qtexts, qvecs, needed, scoped, owners))
             return found
@@ -191,6 +204,8 @@ class Pipeline:
             # the vectors' width, as recorded by the search that made these hits (no vectors are loaded)
             if isinstance(manifest.get("embedding_dim"), int):
                 searched["embedding_dim"] = int(manifest["embedding_dim"])
+            if isinstance(manifest.get("ann_recall"), dict):  # measured by the search that made these hits
+                searched["ann_recall"] = {str(k): float(v) for k, v in manifest["ann_recall"].items()}
             return load_hits(folder)
 
         search_s: list[float] = []  # per-text share of its batch's search time (empty when cached)
@@ -198,7 +213,7 @@ class Pipeline:
         searched: dict[str, Any] = {"index": index_fp, "k": depth}  # the retrieval entry's manifest
         retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
         baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
-        hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else self.cache.folder(
+        hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else search() if outside else self.cache.folder(
             "retrieval", retrieval_key, searched, build=search, save=save_hits, load=cached_hits)[0]
         hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
         hits_all, votes_all = plan.fuse(hits_flat, needed)
@@ -252,7 +267,9 @@ class Pipeline:
             timings=self.timings, queries=queries, single_s=single_s, evidence=emaps,
             cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts, scoped=scoped is not None,
             cases=cases, transform_failures=c.query.failures,
-            model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded))
+            model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded),
+            Produced("index", {key: v for key, v in (searched.get("ann_recall") or {}).items()
+                               if key.removeprefix(ANN_RECALL) in {str(k) for k in ks}}))
         counts = {
             "documents": len(evalset.documents),
             "chunks": len(tree.chunks),

@@ -197,6 +197,22 @@ class ExplainingJudge(Protocol):
 
 
 @runtime_checkable
+class OutsideRetriever(Protocol):
+    """A retriever that reads another system's contexts per question (``ragbench.systems``): told the questions
+    and the chunk tree first; its hits are not kept in the retrieval cache (the system's replies are cached
+    per call, so a failed call is asked again on a rerun)."""
+
+    def attach(self, queries: Sequence[Query], tree: ChunkTree) -> None: ...
+
+
+@runtime_checkable
+class QueryExpander(Protocol):
+    """An expander whose contexts depend on the question (``expander=system``: the system's own passages)."""
+
+    def expand_query(self, query: Query, hits: Sequence[Hit], tree: ChunkTree) -> list[Context]: ...
+
+
+@runtime_checkable
 class FusedRetriever(Protocol):
     """A retriever that fuses the rankings of ``children``, each searched ``candidates`` deep (RRF)."""
 

@@ -47,7 +47,8 @@ def sweep_url(base: str, experiment_id: str, parent_run_id: str) -> str:
 
 VIEW_TAG = "mlflow.sharedViewState."  # an experiment tag MLflow's runs view loads as a shared view
 NAME_COLUMN = "attributes.`Run Name`"
-VIEW_METRICS = ("headline/answer_f1", "headline/hit_at_topk", "headline/mrr", "headline/context_evidence_recall",
+VIEW_METRICS = ("headline/answer_f1", "headline/hit_at_topk", "headline/mrr_at_10", "headline/mrr",
+                "headline/context_evidence_recall",
                 "headline/judge_accuracy", "headline/answer_em", "headline/failure_rate")
 
 
@@ -79,8 +80,9 @@ def save_sweep_view(client: Any, experiment_id: str, parent_run_id: str, params:
 
 
 def parent_url(base: str, experiment_id: str, parent_run_id: str) -> str:
-    """The sweep's parent run page (its artifacts hold ``compare/report.html`` and ``runs.csv``)."""
-    return f"{base}/#/experiments/{experiment_id}/runs/{parent_run_id}/artifacts?{WORKFLOW}"
+    """The sweep's report (``compare/report.html``, drawn in MLflow's artifact pane) on its parent run, whose
+    artifacts also hold ``runs.csv``."""
+    return f"{base}/#/experiments/{experiment_id}/runs/{parent_run_id}/artifacts/compare/report.html?{WORKFLOW}"
 
 
 def server_command(uri: str, host: str, port: int) -> list[str]:
@@ -183,7 +185,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     base = base_url(args.host, args.port)
     before = signal.signal(signal.SIGTERM, _stop)
     proc = subprocess.Popen(server_command(uri, args.host, args.port), env=server_env(), stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            stdout=sys.stderr, start_new_session=True)  # the server's log on stderr: stdout is ours
     try:
         if not wait_until_up(base, proc):
             code = proc.poll()
@@ -199,7 +201,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             key = view_key(sweep)
             jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
             print(f"{'sweep' if args.sweep else 'latest sweep'} {sweep}, its jobs: {jobs}")
-            print(f"its report (compare/report.html) and runs.csv: {parent_url(base, exp_id, sweep)}", flush=True)
+            print(f"its report: {parent_url(base, exp_id, sweep)}", flush=True)
         if not args.no_browser:
             open_in_browser(jobs)
         print("serving; Ctrl-C stops the server", flush=True)

@@ -146,8 +146,8 @@ def test_resume_copies_a_finished_run_into_the_new_sweep_and_leaves_the_old_swee
     assert len(kids[first_parent]) == 2 and len(kids[second_parent]) == 2  # the first sweep lost nothing
     [copy] = [r for r in kids[second_parent] if "ragbench.reused_from" in r.data.tags]
     [origin] = [r for r in kids[first_parent] if r.info.run_id == copy.data.tags["ragbench.reused_from"]]
-    assert copy.info.run_name.startswith("#0 ") and "retrieval.topk=5" in copy.info.run_name  # this sweep's label
-    assert origin.info.run_name.startswith("#1 ")
+    assert copy.info.run_name.startswith("topk=5 ") and copy.info.run_name.endswith(" #0")  # this sweep's label
+    assert origin.info.run_name.endswith(" #1")
     assert copy.data.metrics == origin.data.metrics and copy.data.params == origin.data.params
     assert copy.info.status == "FINISHED"
     # the copy's cases are its origin's: the sweep's comparison report and verify read them from there

@@ -62,7 +62,8 @@ def test_design_card_sweep(tmp_path):
 
 
 def test_failed_job_does_not_stop_the_sweep(tmp_path):
-    proc = ragbench(["-m", f"dataset.path={tmp_path}/missing,null", "dataset=qasper", "dataset.sample_size=2"],
+    (tmp_path / "empty").mkdir()  # a folder without the dataset's files (a missing folder is refused up front)
+    proc = ragbench(["-m", f"dataset.path={tmp_path}/empty,null", "dataset=qasper", "dataset.sample_size=2"],
                     tmp_path)
     assert proc.returncode == 1
     assert "1 of 2 jobs failed" in proc.stderr + proc.stdout
@@ -73,7 +74,7 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path):
     statuses = sorted(r.info.status for r in by_role["job"])
     assert statuses == ["FAILED", "FINISHED"]
     failed = next(r for r in by_role["job"] if r.info.status == "FAILED")
-    assert "dataset.path does not exist" in failed.data.tags["ragbench.error"]
+    assert "qasper-train-v0.3.json': file not found" in failed.data.tags["ragbench.error"]
     assert by_role["sweep"][0].info.status == "FAILED"
 
 

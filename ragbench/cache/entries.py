@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 
 from ragbench.errors import IndexMismatchError
 from ragbench.protocols import Embedder, Retriever
+from ragbench.retrieval.vectors import open_vectors, spilled_file
 from ragbench.types import Answer, ChunkTree, Document, Hit, Usage
 
 INDEX_SCHEMA = 1
@@ -31,15 +33,22 @@ def library_versions() -> dict[str, str]:
 
 
 def save_vectors(value: tuple[list[str], np.ndarray], folder: Path) -> None:
+    """Writes ``vectors.npy`` and ``ids.json``; vectors spilled to disk as they were encoded (a large
+    corpus, ``ragbench.retrieval.vectors``) are moved into the entry, not written again."""
     ids, vectors = value
-    np.save(folder / "vectors.npy", vectors)
+    spilled = spilled_file(vectors)
+    if spilled is not None:
+        os.replace(spilled, folder / "vectors.npy")
+    else:
+        np.save(folder / "vectors.npy", vectors)
     (folder / "ids.json").write_text(json.dumps(ids))
 
 
 def load_vectors(folder: Path) -> tuple[list[str], np.ndarray]:
-    """Ids and their vectors; ValueError when they do not fit together (one 2-D row per id)."""
+    """Ids and their vectors, memory-mapped read-only (a million 384-d rows are 1.5 GB: pages load as
+    searches touch them); ValueError when they do not fit together (one 2-D row per id)."""
     ids = json.loads((folder / "ids.json").read_text())
-    vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    vectors = open_vectors(folder / "vectors.npy")
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise ValueError("ids.json is not a list of chunk ids")
     if vectors.ndim != 2 or vectors.shape[0] != len(ids):

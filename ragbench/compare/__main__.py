@@ -9,6 +9,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragbench.compare.metrics import MinEffect
 
 for _key, _value in {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1",
                      "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}.items():
@@ -20,7 +24,8 @@ MAX_RESAMPLES = 1_000_000  # each resample is a pass over every case of every ru
 EPILOG = """\
 exit codes:
   0  done; with --fail-on-regression: no selected metric is significantly worse than its baseline
-  1  --fail-on-regression: some metric is significantly worse (Holm-adjusted p < alpha) by more than --tolerance
+  1  --fail-on-regression: some metric is worse (Holm-adjusted p < alpha and |delta| at least its practical
+     threshold, see --min-effect) by more than --tolerance
   2  usage error (bad option, unknown run or metric, runs on different datasets or sharing no case,
      an output path that cannot be written)
   130  interrupted (Ctrl-C)
@@ -29,6 +34,7 @@ examples:
   python -m ragbench.compare                                   # the latest sweep, best run as baseline
   python -m ragbench.compare --sweep 1f2e... --metric answer/f1 --metric retrieval/mrr_at_10 --report out/
   python -m ragbench.compare --runs RUN_A RUN_B --baseline RUN_A --json cmp.json
+  python -m ragbench.compare --min-effect answer/f1=0.02 --min-effect latency/generate_p50_ms=10%
   python -m ragbench.compare --filter "params.dataset.name = 'locomo'"
   python -m ragbench.compare --save-baseline ci/baseline.json          # commit it
   python -m ragbench.compare --baseline-file ci/baseline.json --fail-on-regression --tolerance 0.01
@@ -51,7 +57,9 @@ def parser() -> argparse.ArgumentParser:
     sel.add_argument("--filter", metavar="MLFLOW_FILTER", help="job runs matching an MLflow filter string")
     base = p.add_argument_group("baseline").add_mutually_exclusive_group()
     base.add_argument("--baseline", metavar="RUN", help="the reference run (id, id prefix or run name); default: "
-                                                        "the best run on the first metric, per dataset")
+                                                        "per dataset, the best configuration on the sweep table's "
+                                                        "ranking metric (answer/f1, else retrieval/mrr_at_10); "
+                                                        "never a retrieval=oracle|none baseline run")
     base.add_argument("--baseline-file", type=Path, metavar="PATH",
                       help="compare against the runs saved in this file (written by --save-baseline), "
                            "matched by dataset and config")
@@ -64,6 +72,11 @@ def parser() -> argparse.ArgumentParser:
                       help=f"bootstrap and randomisation resamples, 100 to {MAX_RESAMPLES:,} (2000)")
     stat.add_argument("--seed", type=int, default=0, help="random seed of the resamples (0)")
     stat.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (0.05)")
+    stat.add_argument("--min-effect", action="append", default=[], metavar="METRIC=VALUE",
+                      help="repeatable; the practical threshold of a metric: a significant |delta| below it is "
+                           "'no practical difference', not better/worse. VALUE in the metric's units "
+                           "(answer/f1=0.02) or a share of the baseline (context/tokens=10%%); 0 turns it off. "
+                           "Defaults: 0.01 for scores, max(5 ms, 20%%) for latency, 5%% for tokens and cost")
     out = p.add_argument_group("output")
     out.add_argument("--json", type=Path, metavar="PATH", help="write the records (one per run, metric, type)")
     out.add_argument("--report", type=Path, metavar="DIR", help="write report.html (one self-contained file with a "
@@ -75,7 +88,8 @@ def parser() -> argparse.ArgumentParser:
                      help="write the selected runs' per-case scores as a baseline file (commit it for CI)")
     gate = p.add_argument_group("CI gate")
     gate.add_argument("--fail-on-regression", action="store_true",
-                      help="exit 1 when a metric is significantly worse than its baseline by more than --tolerance")
+                      help="exit 1 when a metric is worse than its baseline (significant and at least its practical "
+           "threshold) by more than --tolerance")
     gate.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
                       help="absolute worsening tolerated by the gate (0)")
     return p
@@ -90,7 +104,18 @@ def option_problem(args: argparse.Namespace) -> str | None:
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         return (f"--tolerance {args.tolerance:g}: use a finite number >= 0, in the metric's own units "
                 "(0, the default, gates on any significant worsening)")
+    try:
+        min_effects(args)
+    except ValueError as exc:
+        return str(exc)
     return None
+
+
+def min_effects(args: argparse.Namespace) -> dict[str, MinEffect]:
+    """``--min-effect`` as {metric: MinEffect}; ValueError naming the bad one."""
+    from ragbench.compare.metrics import parse_min_effect
+
+    return dict(parse_min_effect(text) for text in args.min_effect)
 
 
 def output_problem(args: argparse.Namespace) -> str | None:
@@ -136,18 +161,28 @@ def run(argv: Sequence[str] | None = None) -> int:
     from ragbench.errors import RagbenchError
     from ragbench.tracking.store import tracking_defaults
 
+    default_uri, default_experiment = tracking_defaults()
+    uri = args.tracking_uri or default_uri
     try:
-        default_uri, default_experiment = tracking_defaults()
-        uri = args.tracking_uri or default_uri
         client = open_store(uri)
         found, notes = find_runs(client, uri, args.experiment or default_experiment, sweep=args.sweep,
                                  run_ids=args.runs or (), filter_string=args.filter)
         runs = [load_cases(client, r) for r in found]
         baseline_runs = load_baseline(args.baseline_file) if args.baseline_file else []
         comp, taxa = analyse(runs, metrics=args.metric, baseline=args.baseline, baseline_runs=baseline_runs,
-                             resamples=args.resamples, seed=args.seed, alpha=args.alpha, notes=notes)
+                             resamples=args.resamples, seed=args.seed, alpha=args.alpha, notes=notes,
+                             min_effects=min_effects(args))
     except RagbenchError as exc:
         print(f"ragbench.compare: error: {exc}", file=sys.stderr)
+        return USAGE
+    except Exception as exc:
+        from mlflow.exceptions import MlflowException  # imported by then: the store was opened
+
+        if not isinstance(exc, MlflowException):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print(f"ragbench.compare: error: the MLflow store {uri} failed: {first[:300]}; fix: check --tracking-uri "
+              "(a tracking server must be running and reachable)", file=sys.stderr)
         return USAGE
     print_table(comp, taxa)
     if args.json:
@@ -184,7 +219,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     for r in bad:
         print(f"REGRESSION: {r.run_name or r.run} {r.metric}: {r.value:.4g} vs baseline {r.baseline_value:.4g} "
               f"(delta {r.delta:+.4g}, {comp.level:.0%} CI [{r.ci_low:+.4g}, {r.ci_high:+.4g}], Holm p "
-              f"{r.p_holm:.2g}, tolerance {args.tolerance:g})")
+              f"{r.p_holm:.2g}, practical threshold {r.min_effect:.4g}, tolerance {args.tolerance:g})")
     if bad:
         return REGRESSION
     print(f"gate: pass (no metric significantly worse than its baseline by more than {args.tolerance:g})")
@@ -194,6 +229,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # a retry per line: the error says it once
     try:
         return run(argv)
     except KeyboardInterrupt:  # Ctrl-C while the store is read or the resamples run: one line, as a sweep says

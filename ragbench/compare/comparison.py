@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragbench.compare import stats
-from ragbench.compare.metrics import MetricSpec
+from ragbench.compare.metrics import MetricSpec, metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.errors import ConfigError
 
@@ -37,6 +37,7 @@ class Record:
     p_holm: float
     verdict: str
     lower_is_better: bool
+    min_effect: float = 0.0  # the practical threshold at this baseline value: a smaller |delta| gets no verdict
 
     def json(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -56,6 +57,8 @@ class Comparison:
     alpha: float
     level: float
     correction: str = field(default="")
+    practical: str = field(default="")  # the practical thresholds, said once (see metrics.MinEffect)
+    rank_by: str = field(default="")  # the sweep's ranking metric (runs_table.ranking_metric): the default baseline's
 
 
 def headline(run: RunCases, spec: MetricSpec) -> float:
@@ -65,18 +68,35 @@ def headline(run: RunCases, spec: MetricSpec) -> float:
     return float(stats.STATISTICS[spec.statistic](x)) if len(x) else float("nan")
 
 
-def best(runs: Sequence[RunCases], spec: MetricSpec) -> RunCases:
-    """The best run on ``spec`` (first in order on a tie); a run without the metric never wins."""
+def rank_value(run: RunCases, metric: str) -> float:
+    """The run's value of the sweep's ranking metric (``runs_table.ranking_metric``): its logged value, the
+    number the sweep table ranks by, else (a run without logged metrics) the mean of its per-case values
+    (``_at_topk`` read at the run's own k); NaN when it has neither."""
+    logged = run.metrics.get(metric)
+    if isinstance(logged, int | float) and math.isfinite(logged):
+        return float(logged)
+    key = metric.replace("_at_topk", f"_at_{run.topk}") if run.topk else metric
+    return headline(run, metric_spec(key))
+
+
+def best_configuration(runs: Sequence[RunCases], metric: str) -> RunCases:
+    """The best configuration on the ranking ``metric`` -- the sweep table's first row: baselines
+    (``RunCases.baseline``: retrieval=oracle / none) never, unless every run is one; the earliest on a tie
+    (runs come oldest first); a run without the metric never wins."""
+    lower = metric_spec(metric).lower_is_better
+    pool = [r for r in runs if not r.baseline] or list(runs)
+
     def key(r: RunCases) -> float:
-        v = headline(r, spec)
-        return float("-inf") if np.isnan(v) else (-v if spec.lower_is_better else v)
-    return max(runs, key=key)
+        v = rank_value(r, metric)
+        return float("-inf") if np.isnan(v) else (-v if lower else v)
+    return max(pool, key=key)
 
 
-def pair_up(runs: Sequence[RunCases], spec: MetricSpec, *, baseline: str | None = None,
+def pair_up(runs: Sequence[RunCases], rank_by: str, *, baseline: str | None = None,
             baseline_runs: Sequence[RunCases] = ()) -> tuple[dict[str, RunCases], list[str]]:
     """Each run's baseline, and notes saying how it was chosen. Without a named baseline, runs are
-    grouped by dataset and each group's best run on ``spec`` is its baseline."""
+    grouped by dataset and each group's best configuration on ``rank_by`` (the sweep's ranking metric,
+    ``runs_table.ranking_metric``) is its baseline."""
     notes: list[str] = []
     out: dict[str, RunCases] = {}
     if baseline_runs:
@@ -110,11 +130,16 @@ def pair_up(runs: Sequence[RunCases], spec: MetricSpec, *, baseline: str | None 
         return {r.run_id: base for r in runs}, notes
     for dataset in sorted({r.dataset for r in runs}):
         group = [r for r in runs if r.dataset == dataset]
-        base = best(group, spec)
-        out.update({r.run_id: base for r in group})
+        base = best_configuration(group, rank_by)
+        configs = [r for r in group if not r.baseline]
+        bases = len(group) - len(configs)
+        of = (f"the best of {len(configs)} configurations" + (f" ({bases} baseline run{'s' if bases > 1 else ''} "
+                                                              "not considered)" if bases else "")
+              if configs else f"the best of {len(group)} runs, all baselines")
         notes.append(f"baseline{f' for {dataset}' if len({r.dataset for r in runs}) > 1 else ''}: "
-                     f"{base.name or base.run_id} ({base.run_id}), the best of {len(group)} runs on {spec.name} "
-                     f"({headline(base, spec):.4g}); name another with --baseline")
+                     f"{base.name or base.run_id} ({base.run_id}), {of} on {rank_by}, the sweep table's ranking "
+                     f"metric ({rank_value(base, rank_by):.4g}); name another with --baseline")
+        out.update({r.run_id: base for r in group})
     return out, notes
 
 
@@ -157,9 +182,10 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                 if run is base:
                     v = float(stats.STATISTICS[spec.statistic](a[m]))
                     raw.append({**common, "n": int(m.sum()), "value": v, "baseline_value": v, "delta": 0.0,
-                                "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE})
+                                "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE,
+                                "min_effect": spec.min_effect.at(v)})
                     continue
-                raw.append({**common, "_pair": (a[m], b[m], spec.statistic)})
+                raw.append({**common, "_pair": (a[m], b[m], spec.statistic), "_spec": spec})
     # Compared by sample size: the comparisons of one size share their resample matrices (stats._weights
     # keeps a few), which run-by-run order rebuilt for every run x metric x question type. The draws depend
     # only on (n, resamples, seed), so the order changes no number.
@@ -167,7 +193,8 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
         a, b, statistic = r["_pair"]
         pr = stats.paired(a, b, statistic=statistic, resamples=resamples, seed=seed, level=level)
         r.update({"n": pr.n, "value": pr.value, "baseline_value": pr.baseline_value, "delta": pr.delta,
-                  "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value})
+                  "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value,
+                  "min_effect": r["_spec"].min_effect.at(pr.baseline_value)})
     missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
     if missing:
         notes.append(f"not compared (no run has per-case values for it): {', '.join(missing)}")
@@ -179,10 +206,12 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
         refined += _refine(family, resamples=resamples, seed=seed, alpha=alpha)
         for r, p in zip(family, stats.holm([r["p_value"] for r in family]), strict=True):
             r["p_holm"] = p
-            r["verdict"] = stats.verdict(r["delta"], p, lower_is_better=r["lower_is_better"], alpha=alpha)
+            r["verdict"] = stats.verdict(r["delta"], p, lower_is_better=r["lower_is_better"], alpha=alpha,
+                                         min_effect=r["min_effect"])
     for r in raw:
         r.setdefault("p_holm", 1.0)
         r.pop("_pair", None)
+        r.pop("_spec", None)
     correction = (f"Holm correction over the {len(overall)} overall comparisons (run x metric) and, per run and "
                   f"metric, over its question types; verdicts at adjusted p < {alpha:g}; {level:.0%} paired "
                   f"bootstrap CIs ({resamples} resamples, seed {seed}); p-values from a paired sign-flip "
@@ -192,7 +221,15 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
     stats.release()
     return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
                       metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
-                      level=level, correction=correction)
+                      level=level, correction=correction, practical=practical_note(specs))
+
+
+def practical_note(specs: Sequence[MetricSpec]) -> str:
+    """The practical thresholds in one sentence (each metric's, and where it comes from)."""
+    said = "; ".join(f"{s.name} {s.min_effect.describe(' ms' if s.name.startswith('latency/') else '')}"
+                     + (" (--min-effect)" if s.min_effect_given else "") for s in specs)
+    return (f"practical thresholds (|delta| a verdict needs besides significance; a smaller significant difference "
+            f"is '{stats.NEGLIGIBLE}'; --min-effect METRIC=VALUE sets one): {said}")
 
 
 def _group(records: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:

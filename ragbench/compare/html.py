@@ -23,7 +23,8 @@ PANEL_W = 460  # px: three panels a row at 1,600 px
 COLORS = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700", "#1b7c83", "#e16f24", "#6e7781", "#bc4c00",
           "#116329", "#a475f9", "#4d2d00")
 CAT_COLORS = ("#cf222e", "#e16f24", "#bf8700", "#8250df", "#1a7f37", "#57606a", "#d0d7de")
-_VERDICT_CLASS = {stats.BETTER: "better", stats.WORSE: "worse", stats.SAME: "same", BASELINE: "baseline"}
+_VERDICT_CLASS = {stats.BETTER: "better", stats.WORSE: "worse", stats.SAME: "same", stats.NEGLIGIBLE: "same",
+                  BASELINE: "baseline"}
 
 
 def _n(x: float | None, digits: int = 4) -> str:
@@ -70,7 +71,8 @@ def sweep_table(data: Mapping[str, Any]) -> str:
 
 
 def records_table(comp: Comparison, labels: Mapping[str, str]) -> str:
-    head = ("run", "dataset", "metric", "n", "value", "baseline", "delta", f"{comp.level:.0%} CI", "p (Holm)", "verdict")
+    head = ("run", "dataset", "metric", "n", "value", "baseline", "delta", f"{comp.level:.0%} CI", "p (Holm)",
+            "min effect", "verdict")
     dataset = {r.run_id: r.dataset for r in comp.runs}
     rows = []
     for r in comp.records:
@@ -79,9 +81,10 @@ def records_table(comp: Comparison, labels: Mapping[str, str]) -> str:
         cells = (_td(labels.get(r.run, r.run_name)) + _td(dataset.get(r.run, "")) + _td(r.metric)
                  + _td(str(r.n), r.n, "n") + _td(_n(r.value), r.value, "n") + _td(_n(r.baseline_value), r.baseline_value, "n")
                  + _td(_n(r.delta), r.delta, "n") + _td(f"[{_n(r.ci_low)}, {_n(r.ci_high)}]", r.ci_low, "n")
-                 + _td(_n(r.p_holm, 2), r.p_holm, "n") + _td(r.verdict, cls=_VERDICT_CLASS.get(r.verdict, "")))
+                 + _td(_n(r.p_holm, 2), r.p_holm, "n") + _td(_n(r.min_effect), r.min_effect, "n")
+                 + _td(r.verdict, cls=_VERDICT_CLASS.get(r.verdict, "")))
         rows.append(f"<tr>{cells}</tr>")
-    th = "".join(f'<th class="{"n" if 3 <= i <= 8 else ""}">{escape(h)}</th>' for i, h in enumerate(head))
+    th = "".join(f'<th class="{"n" if 3 <= i <= 9 else ""}">{escape(h)}</th>' for i, h in enumerate(head))
     return f'<table class="sortable records"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -97,7 +100,8 @@ def ci_panel(metric: str, recs: Sequence[Record], labels: Mapping[str, str], ds:
     lows = [r.baseline_value + r.ci_low for r in recs] + [r.value for r in recs]
     highs = [r.baseline_value + r.ci_high for r in recs] + [r.value for r in recs]
     x = _scale(min(lows), max(highs), lab_w + 8, PANEL_W - 14)
-    color = {stats.BETTER: "#1a7f37", stats.WORSE: "#cf222e", stats.SAME: "#6e7781", BASELINE: "#1b1f24"}
+    color = {stats.BETTER: "#1a7f37", stats.WORSE: "#cf222e", stats.SAME: "#6e7781", stats.NEGLIGIBLE: "#6e7781",
+             BASELINE: "#1b1f24"}
     out = [f'<svg width="{PANEL_W}" height="{h}" viewBox="0 0 {PANEL_W} {h}" role="img">',
            f'<text x="4" y="16" font-weight="600">{escape(ds)}: {escape(metric)}</text>',
            f'<text x="4" y="29" class="dim">{"lower" if recs[0].lower_is_better else "higher"} is better; '
@@ -216,7 +220,7 @@ def build_html(comp: Comparison, taxa: Sequence[Taxonomy], labels: Mapping[str, 
     color = {r.run_id: COLORS[i % len(COLORS)] for i, r in enumerate(comp.runs)}
     data = {"labels": {r.run_id: labels.get(r.run_id, r.name) for r in comp.runs},
             "drill": drilldown(comp, taxa, records or {})}
-    notes = "".join(f"<li>{escape(n)}</li>" for n in (*comp.notes, comp.correction))
+    notes = "".join(f"<li>{escape(n)}</li>" for n in (*comp.notes, comp.correction, comp.practical) if n)
     has_records = any(records.get(r.run_id) for r in comp.runs) if records else False
     dd_note = ("" if has_records else "<p class=small>The runs' cases.jsonl records were not read: questions show "
                "their scores only.</p>")
@@ -227,7 +231,9 @@ def build_html(comp: Comparison, taxa: Sequence[Taxonomy], labels: Mapping[str, 
 <h2 id="table">Sweep table</h2>{sweep_table(table_rows(comp, labels, tags or {}))}
 <h2 id="comparison">Against the baseline (all question types)</h2>
 <p class=small>Each run against its dataset's baseline over the questions they share: paired delta, {comp.level:.0%}
-bootstrap CI, Holm-adjusted p; verdict better / worse only when significant.</p>{records_table(comp, labels)}
+bootstrap CI, Holm-adjusted p; verdict better / worse only when significant and at least the metric's practical
+threshold (column "min effect"); a smaller significant difference is "{stats.NEGLIGIBLE}".</p>
+{records_table(comp, labels)}
 <h2 id="charts">Charts</h2>{ci_panels(comp, labels)}
 <h2 id="curves">@k curves</h2>{curve_panels(curves(comp.runs), labels, color)}
 <h2 id="taxonomy">Failure taxonomy</h2>

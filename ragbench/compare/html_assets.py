@@ -9,7 +9,7 @@ h1{font-size:22px;margin:4px 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bo
 h3{font-size:15px;margin:16px 0 6px}
 nav a{margin-right:14px}.notes{color:var(--dim);font-size:13px;margin:4px 0 0;padding-left:18px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
-th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}td.run{white-space:nowrap}
 th{background:var(--bg2);position:sticky;top:0;white-space:nowrap}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 table.sortable th{cursor:pointer;user-select:none}
@@ -150,7 +150,7 @@ function detail(X,i,runs){
       text:(x[2]?'★ gold ':'')+x[0]+(x[1]?' (doc '+x[1]+')':'')+(j>=c.k?' [below top-k]':'')})]);
       if(x[3]>=0)li.appendChild(h('details',{},[h('summary',{text:'text'}),h('pre',{text:T[x[3]]})]));
       hits.appendChild(li);});
-    col.appendChild(h('div',{},[h('b',{text:'Hits (ranked; ★ = gold chunk):'}),hits]));
+    col.appendChild(h('div',{},[h('b',{text:'Hits (ranked; ★ = covers gold evidence):'}),hits]));
     var ctx=h('div',{},[h('b',{text:'Context the generator read:'})]);
     c.x.forEach(function(x){ctx.appendChild(h('details',{},[h('summary',{'class':x[2]?'gold':'',
       text:(x[2]?'★ holds evidence: ':'')+(x[1]||'context')}),h('pre',{text:T[x[0]]})]));});

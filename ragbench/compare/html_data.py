@@ -13,16 +13,19 @@ import numpy as np
 from ragbench.compare.comparison import Comparison
 from ragbench.compare.metrics import metric_spec
 from ragbench.compare.runcases import RunCases
-from ragbench.compare.taxonomy import CORRECT_AT, Taxonomy, classify, gold_ids
+from ragbench.compare.taxonomy import CORRECT_AT, Taxonomy, classify, gold_flags
 from ragbench.tracking.run_names import parse_run_name, short_items
+from ragbench.tracking.runs_table import baseline_kind as baseline_of_tags
 
 TABLE_METRICS = {  # the sweep table's metric columns: logged key -> label
-    "answer/f1": "F1", "retrieval/hit_at_topk": "hit@k", "retrieval/mrr": "MRR",
+    "answer/f1": "F1", "retrieval/hit_at_topk": "hit@k", "retrieval/mrr_at_10": "MRR@10", "retrieval/mrr": "MRR",
     "context/evidence_text_recall": "context ev. recall", "answer/em": "EM", "judge/accuracy": "judge acc.",
-    "retrieval/recall_at_topk": "recall@k", "cases/total": "cases", "cases/failed": "failed",
+    "retrieval/recall_at_topk": "recall@k", "retrieval/doc/ndcg_at_10": "doc nDCG@10",
+    "retrieval/doc/ndcg_at_topk": "doc nDCG@k", "cases/total": "cases", "cases/failed": "failed",
 }
 CURVES = {"retrieval/hit_at_": "hit@k", "retrieval/recall_at_": "recall@k", "retrieval/ndcg_at_": "nDCG@k"}
-CASE_SCORES = ("answer/f1", "answer/em", "judge/accuracy", "retrieval/mrr", "context/evidence_text_recall")
+CASE_SCORES = ("answer/f1", "answer/em", "judge/accuracy", "retrieval/mrr_at_10", "retrieval/mrr",  # (older runs)
+               "context/evidence_text_recall")
 BASELINE_RETRIEVAL = ("retrieval=oracle", "retrieval=none")
 MAX_TEXT = 4000  # characters of one hit or context text kept in the report
 MAX_RANKED = 10  # ranked ids shown per case beyond the top-k texts
@@ -53,9 +56,10 @@ def run_tags(runs: Sequence[Any]) -> dict[str, dict[str, str]]:
 
 
 def baseline_kind(run: RunCases, tags: Mapping[str, str] | None = None) -> str:
-    """``oracle`` / ``none`` for a baseline run (its ``ragbench.baseline`` tag, else its run name), else ""."""
-    if tags and tags.get("ragbench.baseline"):
-        return str(tags["ragbench.baseline"])
+    """``oracle`` / ``closed_book`` for a baseline run (``runs_table.baseline_kind`` of its tags, as compare's
+    default baseline reads it; else its run name), else ""."""
+    if run.baseline or (tags and baseline_of_tags(tags)):
+        return run.baseline or baseline_of_tags(tags or {})
     _, items = parse_run_name(run.name)
     hit = next((i for i in items if i in BASELINE_RETRIEVAL), "")
     return hit.partition("=")[2]
@@ -90,6 +94,7 @@ def table_rows(comp: Comparison, labels: Mapping[str, str], tags: Mapping[str, M
     """The sweep table: ``columns`` (params then metrics) and per dataset its configurations and baselines."""
     vary, params = varying_params(comp.runs)
     metrics = [m for m in TABLE_METRICS if any(run_value(r, m) is not None for r in comp.runs)]
+    metrics = sorted(metrics, key=lambda m: m != comp.rank_by)  # the ranking metric first: the table's order
     out: dict[str, Any] = {"params": vary, "metrics": [[m, TABLE_METRICS[m]] for m in metrics], "datasets": {}}
     for r in comp.runs:
         kind = baseline_kind(r, tags.get(r.run_id))
@@ -158,12 +163,11 @@ def _case(run: RunCases, i: int, row: Mapping[str, Any], category: str, pool: _P
         v = _clean(float(run.fields[f"retrieval/hit_at_{topk}"][i]))
         if v is not None:
             scores["retrieval/hit_at_topk"] = v
-    qrels = row.get("qrels")
-    gold = gold_ids(qrels.get("chunk") if isinstance(qrels, Mapping) else row.get("chunk_qrels")) or set()
     ranked = list(row.get("ranked_ids") or row.get("retrieved_ids") or [])
+    gold = gold_flags(row)  # by evidence unit, as hit@k: the oracle's anchors are gold though in no chunk qrel
     docs = list(row.get("ranked_doc_ids") or [])
     texts = list(row.get("topk_texts") or [])
-    hits = [[str(cid), str(docs[j]) if j < len(docs) else "", int(str(cid) in gold),
+    hits = [[str(cid), str(docs[j]) if j < len(docs) else "", int(gold[j]),
              pool.add(texts[j]) if j < len(texts) else -1] for j, cid in enumerate(ranked[:max(topk, MAX_RANKED)])]
     contexts = [[pool.add(c.get("text")), str(c.get("title") or ""), int(bool(c.get("has_evidence")))]
                 for c in row.get("contexts") or [] if isinstance(c, Mapping)]

@@ -1,10 +1,12 @@
-"""What a compared metric is: its per-case key, its statistic, its direction, how a failed case counts."""
+"""What a compared metric is: its per-case key, its statistic, its direction, how a failed case counts, and the
+smallest difference worth a verdict (its practical threshold)."""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from ragbench.judge.aggregate import is_score, metric_info
 
@@ -20,6 +22,67 @@ OPTIONAL_DEFAULTS = ("judge/accuracy",)  # in the defaults only when a compared 
 
 
 @dataclass(frozen=True)
+class MinEffect:
+    """A metric's practical threshold: the smallest ``|delta|`` worth a verdict, ``max(absolute, relative x
+    |baseline value|)`` in the metric's own units. A significant difference below it is "no practical
+    difference" (``stats.NEGLIGIBLE``), never better or worse."""
+
+    absolute: float = 0.0
+    relative: float = 0.0  # a fraction of the baseline's value (0.2 = 20 %)
+
+    def at(self, baseline_value: float) -> float:
+        """The threshold against a baseline of ``baseline_value``."""
+        rel = self.relative * abs(baseline_value) if math.isfinite(baseline_value) else 0.0
+        return max(self.absolute, rel)
+
+    def describe(self, unit: str = "") -> str:
+        """``0.01``, ``max(5 ms, 20% of the baseline)``, ``5% of the baseline``, or ``none``."""
+        parts = [f"{self.absolute:g}{unit}"] if self.absolute else []
+        parts += [f"{self.relative:.0%} of the baseline"] if self.relative else []
+        return "none" if not parts else parts[0] if len(parts) == 1 else f"max({', '.join(parts)})"
+
+
+# The practical thresholds, per metric family (``metric_family``); ``--min-effect METRIC=VALUE`` overrides one
+# metric's. A score or rate in [0, 1] (answer F1, EM, hit@k, MRR, judge accuracy, evidence recall): one point in
+# a hundred. Latency: timer noise and a warm cache move a fast stage by milliseconds, so 20 % of the baseline
+# and at least 5 ms (the extractive answerer's 0.4 ms vs 1.7 ms is no finding). Amounts (tokens, cost, gain per
+# 1k tokens): 5 % of the baseline.
+MIN_EFFECTS: Mapping[str, MinEffect] = {
+    "score": MinEffect(absolute=0.01),
+    "latency": MinEffect(absolute=5.0, relative=0.20),
+    "amount": MinEffect(relative=0.05),
+}
+_AMOUNT_SUFFIXES = ("_tokens", "cost_usd")
+
+
+def metric_family(name: str) -> str:
+    """``latency`` (``latency/*``), ``amount`` (token counts, costs, ``*_per_1k_tokens``) or ``score``."""
+    if name.startswith("latency/"):
+        return "latency"
+    if (name in _COSTS or name.startswith(("tokens/", "cost/")) or name.endswith(_AMOUNT_SUFFIXES)
+            or "per_1k_tokens" in name):
+        return "amount"
+    return "score"
+
+
+def parse_min_effect(text: str) -> tuple[str, MinEffect]:
+    """``METRIC=VALUE`` of ``--min-effect``: VALUE in the metric's units (``answer/f1=0.02``,
+    ``latency/generate_p50_ms=10``) or a share of the baseline's value (``context/tokens=10%``); 0 gives every
+    significant difference a verdict. ValueError with the fix for anything else."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    relative = value.endswith("%")
+    try:
+        x = float(value[:-1] if relative else value)
+    except ValueError:
+        x = float("nan")
+    if not sep or not name or not math.isfinite(x) or x < 0:
+        raise ValueError(f"--min-effect {text!r}: use METRIC=VALUE with VALUE >= 0 in the metric's units or as a "
+                         "share of the baseline, e.g. --min-effect answer/f1=0.02 or --min-effect context/tokens=10%")
+    return name, MinEffect(relative=x / 100) if relative else MinEffect(absolute=x)
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """A metric as compared: ``name`` is what the user asked for and what the output shows."""
 
@@ -29,21 +92,30 @@ class MetricSpec:
     lower_is_better: bool
     zero_when_failed: bool  # an end-to-end score: a failed or unscored case counts 0 (aggregate.is_score)
     successful_only: bool  # latency: only successful cases, as the job's latency percentiles
+    min_effect: MinEffect = field(default_factory=MinEffect)  # the practical threshold of a verdict (MIN_EFFECTS)
+    min_effect_given: bool = False  # by --min-effect, not MIN_EFFECTS
+
+
+def with_min_effect(spec: MetricSpec, overrides: Mapping[str, MinEffect]) -> MetricSpec:
+    """``spec`` with its ``--min-effect`` override, when one names it."""
+    given = overrides.get(spec.name)
+    return spec if given is None else replace(spec, min_effect=given, min_effect_given=True)
 
 
 def metric_spec(name: str) -> MetricSpec:
     """The spec of a metric name: a per-case key (``answer/f1``, ``retrieval/mrr_at_10``, ``context/tokens``)
     or a latency percentile (``latency/<stage>_p50_ms`` / ``_p95_ms``, ``<stage>`` may be ``total``)."""
+    threshold = MIN_EFFECTS[metric_family(name)]
     m = _LATENCY.match(name)
     if m:
         return MetricSpec(name=name, key=f"latency/{m['stage']}_ms", statistic=m["stat"], lower_is_better=True,
-                          zero_when_failed=False, successful_only=True)
+                          zero_when_failed=False, successful_only=True, min_effect=threshold)
     info = metric_info(name)  # a declared key (judge/claims/*, judge/rf/*): its declaration, not its suffix
     cost = (not info.higher_is_better if info is not None else
             name in _COSTS or name.startswith(_COST_PREFIXES)
             or (name.endswith(_COST_SUFFIXES) and not name.endswith("per_1k_tokens")))
     return MetricSpec(name=name, key=name, statistic="mean", lower_is_better=cost, zero_when_failed=is_score(name) and not cost,
-                      successful_only=False)
+                      successful_only=False, min_effect=threshold)
 
 
 def default_metrics(available: Iterable[str]) -> list[str]:

@@ -101,7 +101,8 @@ def metric_ci(path: Path, comp: Comparison, labels: Mapping[str, str]) -> Path |
     plt = _pyplot()
     rows = max(len(recs) for _, _, recs in panels)
     fig, axes = _grid(plt, len(panels), 5.3, 0.42 * rows + 1.4)
-    colors = {stats.BETTER: "tab:green", stats.WORSE: "tab:red", stats.SAME: "tab:gray", "baseline": "black"}
+    colors = {stats.BETTER: "tab:green", stats.WORSE: "tab:red", stats.SAME: "tab:gray", stats.NEGLIGIBLE: "tab:gray",
+              "baseline": "black"}
     for ax, (ds, metric, recs) in zip(axes, panels, strict=True):
         for i, r in enumerate(recs):
             low, high = r.baseline_value + r.ci_low, r.baseline_value + r.ci_high
@@ -179,7 +180,8 @@ def heatmap(path: Path, comp: Comparison, labels: Mapping[str, str]) -> Path | N
         ax.set_xticks(range(len(types)), types, rotation=30, ha="right", fontsize=FONT)
         ax.set_yticks(range(len(runs)), [labels.get(r, r[:8])[:26] for r in runs], fontsize=FONT)
         ax.set_title(f"{ds}: {metric}", fontsize=FONT)
-    fig.suptitle("delta to the baseline per question type (green = better; ▲▼ significant after Holm)", fontsize=FONT)
+    fig.suptitle("delta to the baseline per question type (green = better; ▲▼ significant after Holm and at "
+                 "least the practical threshold)", fontsize=FONT)
     return _save(plt, fig, path)
 
 

@@ -14,8 +14,10 @@ from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
 from ragbench.tracking.report import console
 
-_STYLE = {stats.BETTER: "green", stats.WORSE: "red", BASELINE: "bold", stats.SAME: "dim"}
-_MARK = {stats.BETTER: "▲", stats.WORSE: "▼", BASELINE: "=", stats.SAME: "·"}
+_STYLE = {stats.BETTER: "green", stats.WORSE: "red", BASELINE: "bold", stats.SAME: "dim", stats.NEGLIGIBLE: "dim"}
+_MARK = {stats.BETTER: "▲", stats.WORSE: "▼", BASELINE: "=", stats.SAME: "·", stats.NEGLIGIBLE: "~"}
+LEGEND = "▲ better, ▼ worse, ~ no practical difference (significant, below the threshold), · no detectable " \
+         "difference, = baseline"
 
 
 def labels(comp: Comparison) -> dict[str, str]:
@@ -86,6 +88,8 @@ def print_table(comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
     for note in comp.notes:
         console.print(f"[dim]•[/dim] {note}")
     console.print(f"[dim]•[/dim] {comp.correction}")
+    if comp.practical:
+        console.print(f"[dim]•[/dim] {comp.practical}")
     table = Table(title="runs against their baseline (all question types)", title_justify="left")
     for i, title in enumerate(OVERALL_HEAD):
         table.add_column(title, justify="right" if 2 <= i <= 8 else "left", overflow="fold")
@@ -94,8 +98,7 @@ def print_table(comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
     console.print(table)
     head, rows = type_rows(comp)
     if rows:
-        table = Table(title="delta by question type (▲ better, ▼ worse, · no detectable difference, = baseline)",
-                      title_justify="left")
+        table = Table(title=f"delta by question type ({LEGEND})", title_justify="left")
         for i, h in enumerate(head):
             table.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
         for row in rows:
@@ -118,6 +121,9 @@ def as_json(comp: Comparison, taxa: Sequence[Taxonomy]) -> dict[str, Any]:
         "records": [r.json() for r in comp.records],
         "baseline_of": {rid: base.run_id for rid, base in comp.baseline_of.items()},
         "correction": comp.correction, "alpha": comp.alpha, "resamples": comp.resamples, "seed": comp.seed,
+        "practical": comp.practical,
+        "min_effects": {s.name: {"absolute": s.min_effect.absolute, "relative": s.min_effect.relative,
+                                 "from": "--min-effect" if s.min_effect_given else "default"} for s in comp.metrics},
         "confidence_level": comp.level, "notes": list(comp.notes),
         "taxonomy": [row for t in taxa for row in t.json()],
         "taxonomy_notes": taxonomy_notes(comp, taxa),
@@ -150,7 +156,8 @@ def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], *,
     images = write_plots(folder, comp, taxa, labels(comp))
     lab = labels(comp)
     parts = ["# ragbench comparison", "",
-             *[f"- {n}" for n in comp.notes], f"- {comp.correction}", "",
+             *[f"- {n}" for n in comp.notes], f"- {comp.correction}",
+             *([f"- {comp.practical}"] if comp.practical else []), "",
              "## Runs", "", _md_table(("label", "run id", "dataset", "baseline"),
                                       [(lab[r.run_id], r.run_id, r.dataset, lab.get(comp.baseline_of[r.run_id].run_id,
                                                                                    comp.baseline_of[r.run_id].run_id))
@@ -158,7 +165,7 @@ def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], *,
              "", "## Against the baseline (all question types)", "", _md_table(OVERALL_HEAD, overall_rows(comp)), ""]
     head, rows = type_rows(comp)
     if rows:
-        parts += ["## Delta by question type", "", "▲ better, ▼ worse, · no detectable difference, = baseline.", "",
+        parts += ["## Delta by question type", "", f"{LEGEND}.", "",
                   _md_table(head, rows), ""]
     if taxa:
         parts += ["## Failure taxonomy", "",

@@ -13,6 +13,7 @@ from typing import Any
 from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
 from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
+from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
 MIN_PREFIX = 6  # characters of a run id that name it (as --baseline: ragbench.compare.comparison.pair_up)
@@ -141,7 +142,8 @@ def load_cases(client: Any, run: Any) -> RunCases:
     meta = {"name": str(run.info.run_name or rid),
             "dataset": tags.get("ragbench.dataset") or params.get("dataset.name") or "unknown",
             "dataset_sha256": tags.get("ragbench.dataset_sha256", ""),
-            "topk": int(topk) if topk and str(topk).isdigit() else None, "metrics": dict(run.data.metrics)}
+            "topk": int(topk) if topk and str(topk).isdigit() else None, "metrics": dict(run.data.metrics),
+            "baseline": baseline_kind(tags)}
     try:
         names = {f.path for f in client.list_artifacts(holder)}
     except Exception:  # noqa: BLE001 - any store or transport error: try the download, which names it

@@ -165,11 +165,18 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 BETTER, WORSE, SAME = "better", "worse", "no detectable difference"
+NEGLIGIBLE = "no practical difference"  # significant after Holm, but smaller than the metric's practical threshold
+VERDICTS = (BETTER, WORSE, NEGLIGIBLE, SAME)
 
 
-def verdict(delta: float, p_adjusted: float, *, lower_is_better: bool, alpha: float = 0.05) -> str:
-    """better / worse when the adjusted p is below ``alpha``, in the metric's own direction."""
+def verdict(delta: float, p_adjusted: float, *, lower_is_better: bool, alpha: float = 0.05,
+            min_effect: float = 0.0) -> str:
+    """better / worse when the adjusted p is below ``alpha`` *and* ``|delta|`` reaches ``min_effect`` (the
+    metric's practical threshold, in its own units), in the metric's own direction; a significant difference
+    below the threshold is ``NEGLIGIBLE``, an insignificant one ``SAME``."""
     if p_adjusted >= alpha or delta == 0:
         return SAME
+    if abs(delta) < min_effect * (1 - 1e-9):  # 0.57 - 0.56 is 0.00999...: it is the threshold, not below it
+        return NEGLIGIBLE
     improved = delta < 0 if lower_is_better else delta > 0
     return BETTER if improved else WORSE

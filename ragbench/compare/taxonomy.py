@@ -73,6 +73,35 @@ def _first(row: Mapping[str, Any], names: tuple[str, ...]) -> Any:
     return next((row[n] for n in names if row.get(n) is not None), None)
 
 
+def unit_flags(row: Mapping[str, Any]) -> tuple[set[str], list[bool]] | None:
+    """(the case's gold evidence units, per ranked hit whether it covers one) from the record's ``hit_units``
+    and unit qrels -- the rule of the headline ``retrieval/hit_at_k`` and MRR (``judge.ir.covering_metrics``: a
+    hit counts when it covers a gold evidence unit, whatever the chunk's level); None when the record lacks them.
+
+    The chunk qrels list only the chunks of the searched levels (``evidence.relevant_searchable``), so a hit
+    at another level is never in them: the oracle baseline's hits are the evidence anchors themselves (a
+    paragraph when the index searches sentence windows), which cover every gold unit (hit@k = 1) yet match no
+    chunk qrel. Read by chunk ids, its cases were "not retrieved"."""
+    qrels = row.get("qrels")
+    units, covered = qrels.get("unit") if isinstance(qrels, Mapping) else None, row.get("hit_units")
+    if not isinstance(units, Mapping) or not isinstance(covered, list):
+        return None
+    gold = {str(u) for u, g in units.items() if isinstance(g, int | float) and g > 0}
+    return gold, [isinstance(c, list) and any(str(u) in gold for u in c) for c in covered]
+
+
+def gold_flags(row: Mapping[str, Any]) -> list[bool]:
+    """Per ranked hit of a case record (``ranked_ids``, else ``retrieved_ids``), whether it brings gold
+    evidence: by evidence units (``unit_flags``) when the record has them, else by chunk qrels."""
+    ranked = list(row.get("ranked_ids") or row.get("retrieved_ids") or [])
+    by_units = unit_flags(row)
+    if by_units is not None and len(by_units[1]) >= len(ranked):
+        return by_units[1][:len(ranked)]
+    qrels = row.get("qrels")
+    gold = gold_ids(qrels.get("chunk") if isinstance(qrels, Mapping) else row.get("chunk_qrels")) or set()
+    return [str(cid) in gold for cid in ranked]
+
+
 def _value(run: RunCases, key: str, i: int) -> float:
     col = run.fields.get(key)
     return float("nan") if col is None else float(col[i])
@@ -83,17 +112,26 @@ def classify(run: RunCases, i: int, topk: int, metric_depth: int) -> tuple[str, 
     if not run.ok[i]:
         return FAILED, False
     row = run.rows[i] if run.rows else {}
+    units = unit_flags(row)
     gold = gold_ids(_first(row, QRELS_FIELDS))
     ranked = _first(row, RANKED_FIELDS) or row.get("retrieved_ids")
-    by_ids = gold is not None and isinstance(ranked, list)
-    if by_ids:
+    mrr = "retrieval/mrr_at_10" if "retrieval/mrr_at_10" in run.fields else "retrieval/mrr"  # (older runs)
+    scored = not np.isnan(_value(run, mrr, i)) or not np.isnan(_value(run, f"retrieval/hit_at_{topk}", i))
+    # The headline retrieval metrics count evidence units a hit covers: read that (per hit from the record,
+    # else the case's own hit@k); the chunk ids only for a record with neither (they miss a hit at a level
+    # the index does not search: the oracle's, see unit_flags).
+    by_ids = units is not None or (not scored and gold is not None and isinstance(ranked, list))
+    if units is not None:
+        if not units[0]:
+            return NO_GOLD, True
+        in_topk, deeper = any(units[1][:topk]), any(units[1][topk:])
+    elif by_ids:
         assert gold is not None and isinstance(ranked, list)
         if not gold:
             return NO_GOLD, True
         in_topk = any(str(x) in gold for x in ranked[:topk])
         deeper = any(str(x) in gold for x in ranked[topk:])
     else:
-        mrr = "retrieval/mrr_at_10" if "retrieval/mrr_at_10" in run.fields else "retrieval/mrr"  # (older runs)
         if np.isnan(_value(run, mrr, i)):
             return NO_GOLD, False  # the job scores retrieval only for questions with matched evidence
         in_topk = _value(run, f"retrieval/hit_at_{topk}", i) > 0
@@ -133,11 +171,11 @@ def taxonomy(run: RunCases) -> Taxonomy:
     notes: list[str] = []
     per_case = [classify(run, i, topk, metric_depth) for i in range(len(run.qids))]
     from_ids = sum(by_ids for _, by_ids in per_case)
-    deep = max((len(_first(r, RANKED_FIELDS) or []) for r in run.rows), default=0)
+    deep = max((len(_first(r, RANKED_FIELDS) or r.get("hit_units") or []) for r in run.rows), default=0)
     if from_ids:
         source, depth = "qrels and ranked ids in cases.jsonl", max(deep, ranked_len)
     else:
-        source, depth = "per-case retrieval metrics (cases.jsonl has no qrels)", max(metric_depth, topk)
+        source, depth = "per-case retrieval metrics (hit@k, MRR; no per-hit evidence units read)", max(metric_depth, topk)
     if depth <= topk:
         notes.append(f"the ranked list is stored only to depth {depth} = top-k, so '{BELOW_K}' cannot be told "
                      f"apart from '{NOT_RETRIEVED}' (gold not in the top {depth}); cases.jsonl with deeper ranked "

@@ -6,10 +6,12 @@ import logging
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
 from ragbench.weights import package_weights
@@ -19,13 +21,15 @@ log = logging.getLogger(__name__)
 
 # The last loaded model, shared by every job of a sweep in this process that uses the same one
 # (loading MiniLM again per job cost ~0.5 s; one slot keeps memory at a single model).
-_LAST_MODEL: dict[tuple[str, str | None, int | None], object] = {}
+_LAST_MODEL: dict[tuple[str, str | None, int | None, str | None], object] = {}
 _LAST_MODEL_LOCK = threading.Lock()
 
 
-def shared_model(source: str, device: str | None, max_seq_length: int | None):  # noqa: ANN201 - lazy import
-    """The SentenceTransformer for (source, device, max_seq_length), loaded once per process."""
-    key = (source, device, max_seq_length)
+def shared_model(source: str, device: str | None, max_seq_length: int | None,  # noqa: ANN201 - lazy import
+                 exported: str | None = None, backend: str = "torch"):
+    """The SentenceTransformer for (source, device, max_seq_length), loaded once per process; with
+    ``exported`` (an ONNX file), its transformer runs there through ``backend`` (ragbench.embed.onnx_backend)."""
+    key = (source, device, max_seq_length, f"{backend}:{exported}" if exported else None)
     with _LAST_MODEL_LOCK:
         if key not in _LAST_MODEL:
             _LAST_MODEL.clear()
@@ -33,6 +37,10 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None):  
                 from sentence_transformers import SentenceTransformer
 
                 st = SentenceTransformer(source, device=device)
+                if exported:
+                    from ragbench.embed.onnx_backend import swap_in
+
+                    swap_in(st, Path(exported), backend)
             if max_seq_length:
                 st.max_seq_length = max_seq_length
             _LAST_MODEL[key] = st
@@ -68,6 +76,8 @@ class SentenceTransformerEmbedder:
         max_seq_length: int | None = None,
         show_progress: bool = True,
         worker: bool = False,
+        backend: str = "torch",
+        quantize: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -79,6 +89,9 @@ class SentenceTransformerEmbedder:
         self.document_prefix = document_prefix
         self.max_seq_length = max_seq_length
         self.show_progress = show_progress
+        check_backend(backend, bool(quantize))
+        self.backend = backend  # torch, or the exported ONNX model run by onnxruntime / openvino
+        self.quantize = bool(quantize)  # int8 dynamic quantisation of the exported model
         self.worker = bool(worker)  # opt-in: encode in the run's encoder worker when one runs (ragbench.embed.worker)
         self._source, self._revision = resolve_model(model, package)
         self._st: Any = None  # a SentenceTransformer, or the worker's RemoteModel
@@ -89,7 +102,14 @@ class SentenceTransformerEmbedder:
         return (
             f"sentence-transformers:{self.model}@{self._revision}|normalize=1|max_seq={self.max_seq_length}"
             f"|qp={self.query_prefix!r}|dp={self.document_prefix!r}"
-        )
+        ) + self.backend_label
+
+    @property
+    def backend_label(self) -> str:
+        """'' for torch (so keys made before backends existed still match), else '|backend=onnx[-qint8]'."""
+        if self.backend == "torch":
+            return ""
+        return f"|backend={self.backend}{'-qint8' if self.quantize else ''}"
 
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         with self._lock:
@@ -100,7 +120,7 @@ class SentenceTransformerEmbedder:
     def _from_worker(self):  # noqa: ANN202 - a RemoteModel, or None
         """The model in the run's encoder worker, when one runs; None: load it here (any failure there
         is retried here, so an error is the one a run without the worker would have)."""
-        if not self.worker:
+        if not self.worker or self.backend != "torch":  # the worker loads torch models only
             return None
         from ragbench.embed import worker
 
@@ -114,8 +134,12 @@ class SentenceTransformerEmbedder:
             return None
 
     def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
+        exported = None
+        if self.backend != "torch":
+            require_runtime(self.backend)
+            exported = str(exported_model(self._source, self._revision, quantize=self.quantize))
         try:
-            return shared_model(self._source, self.device, self.max_seq_length)
+            return shared_model(self._source, self.device, self.max_seq_length, exported, self.backend)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(
                 f"cannot load embedding model {self._source!r}: {exc}\n  fix: install the package that "

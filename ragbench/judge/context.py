@@ -17,7 +17,8 @@ from ragbench.types import ChunkTree, Context, Query
 def context_refs(tree: ChunkTree, context: Context) -> list[str]:
     """The dataset ids (LoCoMo dia_ids, pages, ...) of the chunks a context holds, in order."""
     parts = context.part_ids or (context.chunk_id,)
-    return list(dict.fromkeys(r for p in parts for r in tree[p].refs))
+    # a system's context matched to no chunk (ragbench.systems) has no refs
+    return list(dict.fromkeys(r for p in parts if p in tree.chunks for r in tree[p].refs))
 
 
 def openviking_evidence(query: Query) -> list[str] | None:

@@ -113,18 +113,22 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
 def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[str, Any]]:
     """Rows grouped by dataset (datasets in name order), best ``sort_by`` first inside each group,
     failed jobs last; each row gets its ``rank`` within its dataset. Scores of two datasets are not
-    comparable, so a rank across them would mean nothing."""
+    comparable, so a rank across them would mean nothing. Baselines (a ``baseline`` kind: retrieval=oracle
+    or none) come after the configurations, unranked (``rank`` None): a bound, not a competitor."""
     order = {name: i for i, name in enumerate(sorted({str(r.get("dataset", "")) for r in rows}))}
 
-    def key(r: Mapping[str, Any]) -> tuple[int, bool, float]:
+    def key(r: Mapping[str, Any]) -> tuple[int, bool, bool, float]:
         score = r.get(sort_by)
-        return (order[str(r.get("dataset", ""))], r.get("status") != "FINISHED",
+        return (order[str(r.get("dataset", ""))], bool(r.get("baseline")), r.get("status") != "FINISHED",
                 -float(score) if isinstance(score, int | float) else float("inf"))
 
     out = sorted(rows, key=key)
     seen: dict[str, int] = {}
     for r in out:
         ds = str(r.get("dataset", ""))
+        if r.get("baseline"):
+            r["rank"] = None
+            continue
         seen[ds] = seen.get(ds, 0) + 1
         r["rank"] = seen[ds]
     return out

@@ -21,9 +21,41 @@ KEY_METRICS = {  # metric -> short column label for the terminal, most telling f
     "retrieval/recall_at_topk": "rec@k", "cases/failed": "failed", "cases/skipped": "skipped",
 }
 CSV_PARAMS = ("dataset.name", "retrieval.topk")  # always in runs.csv, beside the params that vary
+BASELINE_TAG = "ragbench.baseline"  # a baseline job's kind (ragbench.retrieval.baselines): closed_book | oracle
+RANK_FALLBACK = "retrieval/mrr_at_10"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
+AUTO, AUTO_ANSWER = "auto", "answer/f1"
+# relevance judged per document (ragbench.judge.document): the published tables' nDCG@10, else nDCG at the job's k
+DOC_LEAD = ("retrieval/doc/ndcg_at_10", "retrieval/doc/ndcg_at_topk")
 CSV_METRICS = tuple(dict.fromkeys(("cases/total", "cases/failed", *KEY_METRICS)))
 _CELL = 6  # "0.4321"
 _LABEL_MAX = 30
+
+
+def baseline_kind(tags: Mapping[str, Any]) -> str:
+    """A run's baseline kind from its tags (``oracle``, ``closed_book``), "" for a configuration. The one test
+    of "is this a baseline": the sweep table lists baselines apart and unranked, and ``ragbench.compare`` never
+    takes one as the default baseline (a bound on the configurations, not one of them)."""
+    return str(tags.get(BASELINE_TAG) or "")
+
+
+def ranking_metric(rows: Sequence[Mapping[str, Any]], sort_by: str = AUTO) -> str:
+    """The metric that ranks a sweep's configurations -- the sweep table's order and ``ragbench.compare``'s
+    default baseline (its best configuration) both read it here, so a sweep has one "best".
+
+    ``rows``: each run's logged metrics (a row may also hold ``status`` and ``baseline``, a ``baseline_kind``);
+    the configurations decide, the baselines only when there is none. ``sort_by`` when some row has it, else
+    ``RANK_FALLBACK`` when some row has that: a table ranked on a metric no job logged would rank nothing while
+    its title said otherwise. ``auto`` (the default): the document-level figure (``DOC_LEAD``) when every
+    finished configuration has it (the dataset judges relevance per document: BEIR, MultiHop-RAG, FinanceBench
+    in corpus scope), else ``answer/f1`` (the jobs answer), else ``RANK_FALLBACK`` (retrieval only)."""
+    rows = [r for r in rows if not r.get("baseline")] or list(rows)
+    if sort_by == AUTO:
+        done = [r for r in rows if r.get("status", "FINISHED") == "FINISHED"]
+        lead = next((m for m in DOC_LEAD if done and all(m in r for r in done)), None)
+        sort_by = lead or AUTO_ANSWER
+    if any(sort_by in r for r in rows) or not any(RANK_FALLBACK in r for r in rows):
+        return sort_by
+    return RANK_FALLBACK
 
 
 def short_label(label: str) -> str:
@@ -144,5 +176,5 @@ def csv_text(runs: Sequence[Mapping[str, Any]]) -> str:
 def mlflow_rows(runs: Sequence[Any]) -> list[dict[str, Any]]:
     """``csv_text``'s input from MLflow runs."""
     return [{"run_id": r.info.run_id, "run_name": r.info.run_name, "status": r.info.status,
-             "baseline": r.data.tags.get("ragbench.baseline", ""), "params": dict(r.data.params),
+             "baseline": baseline_kind(r.data.tags), "params": dict(r.data.params),
              "metrics": dict(r.data.metrics)} for r in runs]

@@ -19,7 +19,17 @@ from ragbench.errors import RagbenchError
 from ragbench.tracking.progress import job_started, write_sweep_size
 from ragbench.tracking.report import console, rank_within_dataset
 from ragbench.tracking.run_names import parse_run_name, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides: re-exported
-from ragbench.tracking.runs_table import KEY_METRICS, csv_text, mlflow_rows, print_sweep_table
+from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_FALLBACK: re-exported
+    AUTO,
+    DOC_LEAD,
+    KEY_METRICS,
+    RANK_FALLBACK,
+    baseline_kind,
+    csv_text,
+    mlflow_rows,
+    print_sweep_table,
+    ranking_metric,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +75,6 @@ def register_secrets(config: DictConfig) -> None:
         redact.check_config(container)
     except RagbenchError:
         pass  # the job refuses it with the same error, recorded in its run
-RANK_FALLBACK = "retrieval/mrr_at_10"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
-AUTO, AUTO_ANSWER = "auto", "answer/f1"
-# relevance judged per document (ragbench.judge.document): the published tables' nDCG@10, else nDCG at the job's k
-DOC_LEAD = ("retrieval/doc/ndcg_at_10", "retrieval/doc/ndcg_at_topk")
-
-
-def ranking_metric(rows: list[dict[str, Any]], sort_by: str) -> str:
-    """``sort_by`` when some job has it, else ``RANK_FALLBACK`` when some job has that: a table ranked
-    on a metric no job logged would rank nothing while its title said otherwise. ``auto`` (the default):
-    the document-level figure (``DOC_LEAD``) when every finished job has it (the dataset judges relevance per
-    document: BEIR, MultiHop-RAG, FinanceBench in corpus scope), else ``answer/f1``."""
-    if sort_by == AUTO:
-        done = [r for r in rows if r.get("status", "FINISHED") == "FINISHED"]
-        lead = next((m for m in DOC_LEAD if done and all(m in r for r in done)), None)
-        sort_by = lead or AUTO_ANSWER
-    if any(sort_by in r for r in rows) or not any(RANK_FALLBACK in r for r in rows):
-        return sort_by
-    return RANK_FALLBACK
 
 
 def parent_run_id(sweep_dir: str | Path) -> str | None:
@@ -235,7 +227,8 @@ class MlflowSweepCallback(Callback):
 
             prepare()
         settle()  # the last job's run is FINISHED (or FAILED) once its case files are in
-        children = self._tracker.search_children(self._run_id)
+        # oldest first: a tie on the ranking metric goes to the earlier job, as compare's default baseline does
+        children = sorted(self._tracker.search_children(self._run_id), key=lambda r: r.info.start_time or 0)
         rows = []
         varying: dict[str, set[str]] = {}
         for run in children:
@@ -246,7 +239,7 @@ class MlflowSweepCallback(Callback):
             row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id,
                                    "dataset": run.data.params.get("dataset.name", "")}
             row["params"] = {k: run.data.params.get(k) for k in differing}
-            row["baseline"] = run.data.tags.get("ragbench.baseline", "")  # retrieval=none | oracle
+            row["baseline"] = baseline_kind(run.data.tags)  # retrieval=none | oracle
             for m in (*KEY_METRICS, self.sort_by, *DOC_LEAD):
                 if m in run.data.metrics:
                     row[m] = run.data.metrics[m]
@@ -274,7 +267,7 @@ class MlflowSweepCallback(Callback):
             from ragbench.compare.analysis import log_sweep_report
 
             if self.compare_report:
-                log_sweep_report(self._tracker, self._run_id)
+                log_sweep_report(self._tracker, self._run_id, sort_by=self.sort_by)  # its baseline: the table's best
         except Exception as exc:  # noqa: BLE001
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
         swept = read_sweep_keys(config.hydra.sweep.dir)  # what the command line varies: its columns first

@@ -127,6 +127,10 @@ def test_runs_view_shows_the_jobs_with_headline_metrics(sweep, ui, browser, shot
         f1 = run.data.metrics["headline/answer_f1"]
         assert f"{f1:.4f}"[:5] in text or f"{f1:.3g}" in text, (f1, text[:2000])
     page.screenshot(path=str(shots / "mlflow_runs_view.png"))
+    report_url = next(line for line in ui if line.startswith("its report:")).split(": ", 1)[1]
+    page.goto(report_url)  # the sweep's report.html, drawn in MLflow's artifact pane
+    page.frame_locator("iframe").first.get_by_text("Sweep table").first.wait_for(timeout=60_000)
+    page.screenshot(path=str(shots / "mlflow_report_artifact.png"))
     page.close()
 
 

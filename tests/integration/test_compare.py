@@ -44,7 +44,7 @@ def test_compare_latest_sweep_json_and_report(sweep):
     proc = _python(["ragbench.compare", "--json", "out/cmp.json", "--report", "out/report"], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Holm correction" in proc.stdout and "failure taxonomy" in proc.stdout
-    assert "the best of 2 runs on answer/f1" in proc.stdout  # the default baseline is stated
+    assert "the best of 2 configurations on answer/f1" in proc.stdout  # the default baseline is stated
     doc = json.loads((cwd / "out/cmp.json").read_text())
     recs = doc["records"]
     keys = {"run", "baseline", "metric", "type", "n", "value", "baseline_value", "delta", "ci_low", "ci_high",
@@ -139,9 +139,31 @@ def test_runs_accept_unique_id_prefixes(sweep, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(cwd)
     bm25, dense = jobs["bm25"].info.run_id, jobs["dense"].info.run_id
     out = tmp_path / "cmp.json"
-    assert compare(["--runs", bm25[:8], dense[:10], "--baseline", bm25[:8], "--metric", "retrieval/mrr",
+    assert compare(["--runs", bm25[:8], dense[:10], "--baseline", bm25[:8], "--metric", "retrieval/hit_at_5",
                     "--resamples", "200", "--json", str(out)]) == 0
     assert {r["run"] for r in json.loads(out.read_text())["records"]} == {bm25, dense}
     capsys.readouterr()
     assert compare(["--runs", bm25[:8], "ffffffff"]) == 2
     assert "--runs: no run 'ffffffff'" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_the_store_is_read_is_one_line_and_exit_130(tmp_path):
+    """SIGINT while the store answers slowly (a server that accepts and never replies): one line, exit 130,
+    no traceback (issue 27 item 5)."""
+    import signal
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(120)
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.Popen([sys.executable, "-m", "ragbench.compare", "--tracking-uri",
+                                 f"http://127.0.0.1:{server.getsockname()[1]}"], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        conn, _ = server.accept()  # the comparison is now waiting on the store
+        with conn:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert err == "ragbench.compare: interrupted; rerun the command\n"

@@ -166,13 +166,16 @@ def test_a_quote_that_does_not_check_out_is_dropped_with_its_reason(tmp_path, do
     ((5, 2, 5), False, "critic_low_standalone"),
     ((5, 5, 1), False, "critic_low_answerability"),
 ], ids=["at-threshold", "ungrounded", "not-standalone", "unanswerable"])
-def test_the_critic_threshold_drops_what_it_should(tmp_path, docs, llm, scores, kept, reason):
+def test_the_critic_threshold_drops_what_it_should(tmp_path, docs, llm, capsys, scores, kept, reason):
     llm.script(Step(), critic(*scores))
+    if not kept:  # nothing kept: a failure naming the reason, and no empty set written
+        assert main(args(tmp_path, docs, llm, "n=1", "max_attempts=1", "critic.threshold=3")) == 1
+        assert f"1 of 1 tried were dropped as {reason}" in capsys.readouterr().err
+        assert not (tmp_path / "eval.json").exists()
+        return
     data = generate(tmp_path, docs, llm, "n=1", "max_attempts=1", "critic.threshold=3")
-    assert len(data["samples"]) == int(kept)
-    assert data["metadata"]["counts"]["dropped"] == ({} if kept else {reason: 1})
-    if kept:
-        assert data["samples"][0]["critic"]["groundedness"] == 3
+    assert len(data["samples"]) == 1 and data["metadata"]["counts"]["dropped"] == {}
+    assert data["samples"][0]["critic"]["groundedness"] == 3
 
 
 @pytest.mark.parametrize("script,requests,dropped", [
@@ -180,11 +183,31 @@ def test_the_critic_threshold_drops_what_it_should(tmp_path, docs, llm, scores, 
     ([Step(text="garbage"), Step(text='{"question": "When does the ferry')], 2, {"malformed_reply": 1}),
     ([Step(), Step(text="great question"), Step(text="5/5")], 3, {"critic_malformed_reply": 1}),
 ], ids=["retried", "generator-dropped", "critic-dropped"])
-def test_a_malformed_reply_is_retried_or_dropped_and_counted(tmp_path, docs, llm, script, requests, dropped):
+def test_a_malformed_reply_is_retried_or_dropped_and_counted(tmp_path, docs, llm, capsys, script, requests,
+                                                              dropped):
     llm.script(*script)
-    data = generate(tmp_path, docs, llm, "n=1", "max_attempts=1", "parse_retries=1")
-    assert llm.count == requests and data["metadata"]["counts"]["dropped"] == dropped
-    assert len(data["samples"]) == (0 if dropped else 1)
+    code = main(args(tmp_path, docs, llm, "n=1", "max_attempts=1", "parse_retries=1"))
+    assert llm.count == requests and code == (1 if dropped else 0)
+    if dropped:
+        (reason,) = dropped
+        assert f"dropped as {reason}" in capsys.readouterr().err and not (tmp_path / "eval.json").exists()
+    else:
+        assert len(json.loads((tmp_path / "eval.json").read_text())["samples"]) == 1
+
+
+@pytest.mark.parametrize("step,reason,fix", [
+    (Step(text="I would rather not answer in JSON today."), "malformed_reply", "use a model that follows"),
+    (Step(size=50_000), "llm_error:LLMReplyTooLargeError", "lower llm.max_tokens"),
+], ids=["not-json", "too-large"])
+def test_every_reply_unusable_is_a_failure_naming_the_reason_and_fix(tmp_path, docs, llm, capsys, step, reason, fix):
+    llm.rule = lambda body: step  # every request, generator and critic alike
+    assert main(args(tmp_path, docs, llm, "n=3", "max_attempts=3", "parse_retries=0",
+                     "llm.max_reply_chars=10000")) == 1
+    err = capsys.readouterr().err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert f"3 of 3 tried were dropped as {reason}" in line and fix in line.split("fix: ", 1)[1]
+    assert "raise max_attempts" not in line and "Traceback" not in err
+    assert not (tmp_path / "eval.json").exists()
 
 
 def test_the_critic_checks_an_unanswerable_question_against_the_whole_corpus(tmp_path, docs, llm):

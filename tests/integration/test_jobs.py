@@ -12,7 +12,7 @@ import pytest
 from ragbench.datasets.locomo import CATEGORIES
 from ragbench.judge.aggregate import metric_name
 from tests.fixtures.components import fails
-from tests.fixtures.jobs import compose_cfg, run_job
+from tests.fixtures.jobs import run_job
 
 pytestmark = pytest.mark.slow
 SAMPLES = Path(str(resources.files("ragbench.datasets").joinpath("samples")))
@@ -124,17 +124,12 @@ def test_failed_cases_count_as_zero_and_are_reported(tmp_path):
     assert m["answer/f1_successful"] == pytest.approx(sum(ok_f1) / len(ok_f1))
 
 
-def test_missing_dataset_path_fails_the_run_with_a_named_error(tmp_path):
+def test_missing_dataset_path_is_a_named_error_before_any_run(tmp_path, caplog):
     with pytest.raises(SystemExit) as exc:
         run_job(["dataset=locomo", f"dataset.path={tmp_path}/nowhere"], tmp_path)
     assert exc.value.code == 1
-    from mlflow import MlflowClient
-
-    cfg = compose_cfg([], tmp_path)
-    client = MlflowClient(tracking_uri=str(cfg.tracking.uri))
-    run = client.search_runs([client.get_experiment_by_name("ragbench").experiment_id])[0]
-    assert run.info.status == "FAILED"
-    err = run.data.tags["ragbench.error"]
+    assert not (tmp_path / "mlruns").exists()  # found like a bad config value: no store, no FAILED run
+    [err] = [r.getMessage() for r in caplog.records if "dataset.path does not exist" in r.getMessage()]
     assert "dataset 'locomo'" in err and "nowhere" in err and "fix:" in err
 
 

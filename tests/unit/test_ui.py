@@ -21,9 +21,9 @@ def test_runs_url_selects_the_machine_learning_workflow():
 
 
 def test_sweep_view_shows_its_jobs_with_headline_metrics_and_varying_params():
-    view = json.loads(ui.sweep_view("abc", ["retrieval.topk"], ["headline/answer_f1", "headline/mrr", "other/x"]))
+    view = json.loads(ui.sweep_view("abc", ["retrieval.topk"], ["headline/answer_f1", "headline/mrr_at_10", "other/x"]))
     assert view["searchFilter"] == "tags.mlflow.parentRunId = 'abc'"
-    assert view["selectedColumns"] == ["metrics.`headline/answer_f1`", "metrics.`headline/mrr`",
+    assert view["selectedColumns"] == ["metrics.`headline/answer_f1`", "metrics.`headline/mrr_at_10`",
                                        "params.`retrieval.topk`"]
     assert view["columnOrder"][0] == ui.NAME_COLUMN and set(view["columnWidths"]) == {ui.NAME_COLUMN,
                                                                                       *view["selectedColumns"]}

@@ -92,11 +92,11 @@ def test_default_metrics_are_the_ones_some_run_has():
                                       "latency/generate_p50_ms"]
 
 
-def test_default_baseline_is_best_on_first_metric_and_stated():
+def test_default_baseline_is_best_on_the_ranking_metric_and_stated():
     lo, hi = run("lo", rows([0.1] * 20)), run("hi", rows([0.9] * 20))
     comp, _ = analyse([lo, hi], metrics=["answer/f1"], resamples=200)
     assert all(b.run_id == "hi" for b in comp.baseline_of.values())
-    assert any("the best of 2 runs on answer/f1" in n and "hi" in n for n in comp.notes)
+    assert any("the best of 2 configurations on answer/f1" in n and "hi" in n for n in comp.notes)
     assert _overall(comp, "lo", "answer/f1").verdict == stats.WORSE
 
 

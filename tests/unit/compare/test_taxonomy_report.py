@@ -43,7 +43,7 @@ def test_taxonomy_from_per_case_metrics():
     t = tx.taxonomy(run)
     assert [tx.classify(run, i, 3, 5)[0] for i in range(len(rows))] == [c for _, c in METRIC_CASES]
     assert t.counts["all"] == {c: 1 for _, c in METRIC_CASES}
-    assert t.depth == 5 and t.notes == () and "no qrels" in t.source
+    assert t.depth == 5 and t.notes == () and "per-case retrieval metrics" in t.source
 
 
 def test_taxonomy_says_when_below_k_is_not_observable():

@@ -27,11 +27,14 @@ from ragbench.generate.prompts import available, load_answer_prompt
 from ragbench.judge.rubrics import load_rubrics
 from ragbench.types import Answer, Document, Evidence, Hit, Paragraph, Query, Section
 from tests.fixtures.jobs import compose_cfg
+from tests.fixtures.rag_systems import behaves_as_system, responses_file
 
 CONF = Path(__file__).resolve().parents[3] / "ragbench" / "conf"
 GROUPS = ("dataset", "chunker", "embedder", "retrieval", "reranker", "expander", "llm", "judge", "tracking",
-          "experiment", "query")
+          "experiment", "query", "system")
 HEAVY = ("torch", "sentence_transformers", "litellm")
+SYSTEMS = {"responses": [f"system.path={responses_file()}"], "python": ["system.target=tests.fixtures.rag_systems:answer"],
+           "http": ["system.url=http://127.0.0.1:9/answer"]}
 KEYS = {"OPENAI_API_KEY": "sk-cfg-openai-1111", "ANTHROPIC_API_KEY": "sk-cfg-anthropic-2222"}
 
 
@@ -43,6 +46,9 @@ def overrides_for(group: str, option: str) -> list[str]:
     extra = {"custom": ["dataset.path=."]}.get(option, []) if group == "dataset" else []
     # judge=llm must not grade its own generator: give it a generator of another model
     extra += ["llm=openai_compatible"] if (group, option) == ("judge", "llm") else []
+    # an outside system (ragbench.systems) needs its file, function or URL; its components need a system
+    extra += SYSTEMS.get(option, []) if group == "system" else []
+    extra += ["system=python", *SYSTEMS["python"]] if option == "system" and group != "system" else []
     return [f"{group}={option}", *extra]
 
 
@@ -138,7 +144,8 @@ CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.Baseli
                 protocols.ExplainingJudge: protocols.Judge, protocols.FusedRetriever: protocols.Retriever,
                 protocols.DepthLimited: protocols.Retriever, protocols.Preflight: protocols.Generator,
                 protocols.RemoteEmbedder: protocols.Embedder,
-                protocols.LoggedParams: protocols.Generator, protocols.LoggedTags: protocols.Judge}
+                protocols.LoggedParams: protocols.Generator, protocols.LoggedTags: protocols.Judge,
+                protocols.OutsideRetriever: protocols.Retriever, protocols.QueryExpander: protocols.Expander}
 
 
 def test_contract_covers_every_protocol():
@@ -201,7 +208,9 @@ def _behaves(proto: type, obj: Any) -> None:
 
     tree = HierarchicalChunker().chunk([DOC])
     ids = [c.chunk_id for c in tree.searchable()]
-    if proto is protocols.Chunker:
+    if isinstance(obj, protocols.OutsideRetriever | protocols.QueryExpander):  # an outside system's (ragbench.systems)
+        behaves_as_system(obj, tree, ids)
+    elif proto is protocols.Chunker:
         assert obj.chunk([DOC]).chunks and isinstance(dict(obj.params()), dict)
     elif proto is protocols.Retriever:
         if type(obj).__name__ == "RunFileRetriever":  # its hits come from a TREC run file, keyed by question id

@@ -1,0 +1,109 @@
+"""``system=python system.target=mypkg.rag:answer``: a user's RAG function, called once per question.
+
+The callable takes the question text and ``system.params`` as keyword arguments (and ``contexts=`` -- a
+list of ``{id, title, text}`` -- when ragbench retrieved and the function only answers), and returns the
+record of ``ragbench.systems.records`` (a dict, or a JSON string). It runs in a worker thread so
+``system.timeout`` bounds it; a stalled call is abandoned (the thread cannot be killed) and counted as a
+timeout. Its ``identity`` attribute, if any, names its version in the reply cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragbench.errors import ConfigError
+from ragbench.llm.errors import LLMTimeoutError
+from ragbench.systems.client import SystemClient, SystemFunctionError, payload
+from ragbench.systems.records import SystemRecord
+from ragbench.types import Context, Query
+
+
+def load_target(target: str) -> Callable[..., Any]:
+    """The callable named ``module:function`` (or ``module.function``), or one ConfigError with the fix."""
+    module_name, sep, attr = target.partition(":")
+    if not sep:
+        module_name, _, attr = target.rpartition(".")
+    if not module_name or not attr:
+        raise ConfigError(f"system.target={target!r} is not module:function; fix: e.g. system.target=mypkg.rag:answer")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"system.target={target!r}: cannot import {module_name!r} ({exc}); fix: install the package "
+                          "or run from the folder that holds the module") from None
+    fn: Any = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise ConfigError(f"system.target={target!r}: {module_name} has no {attr!r}; fix: name a callable")
+    if not callable(fn):
+        raise ConfigError(f"system.target={target!r} is not callable; fix: name a function")
+    return fn
+
+
+def params_digest(params: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+class PythonSystem:
+    """A Python callable as a RAG system (see the module docstring)."""
+
+    kind = "python"
+
+    def __init__(self, *, target: str | None = None, params: Mapping[str, Any] | None = None,
+                 identity: str | None = None, timeout: float = 60.0, num_retries: int = 2, backoff_s: float = 1.0,
+                 max_concurrency: int = 4, max_consecutive_failures: int = 5) -> None:
+        if not target:
+            raise ConfigError("system=python needs system.target=module:function (a callable returning "
+                              "{qid?, answer, contexts})")
+        self.target = target
+        self.fn = load_target(target)
+        self.params = dict(params or {})
+        accepts = inspect.signature(self.fn).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepts.values())
+        unknown = sorted(k for k in self.params if k not in accepts and not takes_any)
+        if unknown:
+            raise ConfigError(f"system.params.{unknown[0]} is not a parameter of {target} (it takes "
+                              f"{', '.join(accepts)}); fix: drop it or add it to the function")
+        self.takes_contexts = takes_any or "contexts" in accepts
+        declared = identity or getattr(self.fn, "identity", None) or f"python:{target}"
+        self.identity = f"{declared}|params={params_digest(self.params)}"
+        self.client = SystemClient(where=f"system {target}", timeout=timeout, num_retries=num_retries,
+                                   backoff_s=backoff_s, max_concurrency=max_concurrency,
+                                   max_consecutive_failures=max_consecutive_failures)
+
+    def record(self, query: Query, contexts: Sequence[Context] | None = None) -> SystemRecord:
+        if contexts is not None and not self.takes_contexts:
+            raise ConfigError(f"{self.target} takes no contexts= argument, so it cannot answer from ragbench's "
+                              "retrieval; fix: add a contexts=None parameter, or use retrieval=system")
+        return self.client.call(payload(query, contexts, self.params), self.identity, self._send)
+
+    def _send(self, ask: Mapping[str, Any], timeout: float) -> Any:
+        kwargs = dict(ask["params"])
+        if "contexts" in ask:
+            kwargs["contexts"] = ask["contexts"]
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["reply"] = self.fn(ask["question"], **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is the case's failure
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, name=f"ragbench-system-{ask['qid']}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            raise LLMTimeoutError(f"{self.target} did not return within system.timeout={timeout:g}s")
+        if "error" in box:
+            exc = box["error"]
+            raise SystemFunctionError(f"{self.target} raised {type(exc).__name__}: {exc}")
+        reply = box.get("reply")
+        if isinstance(reply, dict) and "qid" not in reply:
+            reply = {"qid": ask["qid"], **reply}
+        return reply
