@@ -69,7 +69,7 @@ def main() -> None:
         leave(plan_main(rest, json_path))
         return
     check_command_line()
-    from ragbench.tracking.store import DiskFull
+    from ragbench.tracking.full_disk import DiskFull
 
     try:
         _hydra_main()

@@ -30,6 +30,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
 
     from ragbench.components import Components
+    from ragbench.tracking.full_disk import DiskFull
     from ragbench.tracking.mlflow_tracker import MlflowTracker
-    from ragbench.tracking.store import DiskFull
 
 log = logging.getLogger("ragbench")
 INTERRUPTED = "interrupted; rerun the same command to resume"
@@ -90,7 +91,7 @@ def stopped_by_full_disk(full: DiskFull) -> int:
     """After a write failed for want of space: the runs still open (a job's awaiting its case files, the
     sweep's parent) end KILLED where the store takes it, the one line names the disk, the free space,
     the runs and the fix; returns the exit code, 1."""
-    from ragbench.tracking.store import DiskFull
+    from ragbench.tracking.full_disk import DiskFull
 
     signals.ignore()  # a signal must not cut the closing short
     while _SETTLING:
@@ -122,7 +123,31 @@ def job_hash(resolved: Mapping[str, Any]) -> str:
     from ragbench.tracking.job_log import git_commit
 
     config = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
-    return make_key({"config": config, "ragbench": __version__, "commit": git_commit()})
+    return make_key({"config": config, "ragbench": __version__, "commit": git_commit(),
+                     "inputs": input_fingerprints(resolved)})
+
+
+# files whose content is a job's input (recorded answers, an outside ranking): a rewritten file at the same
+# path is another job, so resume never shows the figures of the file's earlier content
+INPUT_FILES = (("system", "path"), ("retrieval", "path"))
+
+
+def input_fingerprints(resolved: Mapping[str, Any]) -> dict[str, str]:
+    """SHA-256 of each file named by an ``INPUT_FILES`` key of the resolved config (absent files: none)."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    for group, key in INPUT_FILES:
+        section = resolved.get(group)
+        path = section.get(key) if isinstance(section, Mapping) else None
+        if not path or not Path(str(path)).is_file():
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[f"{group}.{key}"] = digest.hexdigest()
+    return out
 
 
 def objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = False) -> float | None:
@@ -323,7 +348,7 @@ class JobRun:
         ``cache.dir``."""
         from pathlib import Path
 
-        from ragbench.tracking.store import DiskFull, disk_full
+        from ragbench.tracking.full_disk import DiskFull, disk_full
 
         if exc is None or isinstance(exc, DiskFull):
             return exc
@@ -337,7 +362,7 @@ class JobRun:
     def _stop(self, full: DiskFull, *, kill: bool = True) -> None:
         """The run ends KILLED (a rerun runs the job again; ``kill=False``: a FINISHED job whose case files
         are uploaded stays FINISHED) if the store still takes that; ``full`` lists it as closed or left."""
-        from ragbench.tracking.store import DiskFull
+        from ragbench.tracking.full_disk import DiskFull
 
         if kill:
             self.status = "KILLED"

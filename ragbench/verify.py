@@ -253,6 +253,7 @@ CASE_FIELDS: dict[str, tuple[type, ...]] = {
     "answers": (list,), "doc_ids": (list,), "query_meta": (dict,), "dataset": (str,), "topk": (int,),
     "ranked_ids": (list,), "hit_units": (list,), "qrels": (dict,), "evidence": (dict,), "contexts": (list,),
 }
+CASE_PARTS = {"evidence": ("matched", "texts", "openviking"), "qrels": ("chunk", "unit")}
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "true/false", type(None): "null"}
 
@@ -296,6 +297,10 @@ def parse_cases(data: bytes, run_id: str) -> list[dict[str, Any]]:
             if not isinstance(row[key], kinds) or (kinds == (int,) and isinstance(row[key], bool)):
                 raise DamagedRecord(f"{case}: {key!r} is {_json_type(row[key])}, expected "
                                     f"{_JSON_TYPES[kinds[0]]}; {DAMAGED_FIX}")
+        for key, parts in CASE_PARTS.items():
+            missing = [part for part in parts if part not in row[key]]
+            if missing:
+                raise DamagedRecord(f"{case}: {key!r} has no {missing[0]!r}; {DAMAGED_FIX}")
         rows.append(row)
     if not rows:
         raise UsageError(f"run {run_id}: {CASES_ARTIFACT} holds no case; fix: pass the id of a job that ran cases")

@@ -84,7 +84,7 @@ def _export(source: str, folder: Path, quantize: bool) -> str:
     from sentence_transformers import SentenceTransformer
 
     # a fresh copy: torch.onnx.export leaves the module it traced unusable for eager inference
-    module = SentenceTransformer(source, device="cpu")[0]
+    module: Any = SentenceTransformer(source, device="cpu")[0]
     model = module.model.eval()
     names = list(module.tokenizer.model_input_names)
     sample = module.tokenizer(["an example sentence", "a second, longer example sentence"], padding=True,
@@ -136,7 +136,11 @@ def exported_model(source: str, revision: str, *, quantize: bool, root: Path | N
         tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=stage_dir))
         tmp.chmod(0o755)  # mkdtemp makes it private; the export is shared like any cache entry
         try:
-            _export(source, tmp, quantize)
+            try:
+                _export(source, tmp, quantize)
+            except (RuntimeError, ValueError, TypeError) as exc:  # what torch.onnx / onnxruntime raise
+                raise ModelLoadError(f"cannot export {source!r} to ONNX: {str(exc).splitlines()[0] if str(exc) else exc!r}; "
+                                     f"fix: use embedder.backend=torch for this model") from exc
             manifest = {"stage": STAGE, "key": key, "source": source, "revision": revision, "quantize": quantize,
                         "opset": OPSET, "created": time.time(), "content_sha256": payload_hashes(tmp)}
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))

@@ -134,11 +134,11 @@ class SentenceTransformerEmbedder:
             return None
 
     def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
-        exported = None
-        if self.backend != "torch":
+        try:
+            if self.backend == "torch":
+                return shared_model(self._source, self.device, self.max_seq_length)
             require_runtime(self.backend)
             exported = str(exported_model(self._source, self._revision, quantize=self.quantize))
-        try:
             return shared_model(self._source, self.device, self.max_seq_length, exported, self.backend)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(

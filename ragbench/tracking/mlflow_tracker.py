@@ -21,6 +21,7 @@ from ragbench.redact import is_secret_key, redact_objs
 from ragbench.redact import redact as redact_text
 from ragbench.signals import Deferred
 from ragbench.tracking import store
+from ragbench.tracking.full_disk import FullDiskGuard
 from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,7 @@ class MlflowTracker:
             if store.sqlite_path(self.uri) is not None:
                 store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
             # an interrupt never cuts a store write in half; a full disk stops at the first failed write
-            self._client = Deferred(store.FullDiskGuard(_client_for(self.uri), uri=self.uri,
-                                                        artifact_root=self.artifact_root))
+            self._client = Deferred(FullDiskGuard(_client_for(self.uri), uri=self.uri, artifact_root=self.artifact_root))
         return self._client
 
     def experiment_id(self) -> str:

@@ -6,22 +6,19 @@ opening a fresh folder at once raced through the same migration. Here a missing 
 temporary file under a file lock and moved into place with ``os.replace``, so the store file is either
 absent or complete. A half-made store from before (no schema version, no runs) is set aside and rebuilt.
 MLflow's migration runs once per user and schema: its result is kept empty (``template_dir``) and copied
-for each new store (a file copy instead of seconds of migration steps in every new folder).
+for each new store (a file copy instead of seconds of migration steps in every new folder). A store file
+sqlite cannot read (cut short, garbled) is one line naming it and the fix, before MLflow opens it.
 """
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
-import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ragbench.errors import ConfigError
 
@@ -218,134 +215,4 @@ def _prepare_locked(path: Path) -> None:
         log.warning("the tracking store %s was left half-made by an interrupted first run (no runs in it); "
                     "moved it to %s and built a new one", path, aside.name)
     _build(path)
-
-
-# ---- a full disk ------------------------------------------------------------------------------------
-
-# sqlite's SQLITE_FULL, the system's ENOSPC text, numpy's short write (np.save raises it without an errno)
-_FULL_TEXT = re.compile(r"database or disk is full|No space left on device|\d+ requested and \d+ written")
-_RUN_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def full_disk(exc: BaseException) -> BaseException | None:
-    """The error in ``exc``'s chain that says a disk is full (ENOSPC, EDQUOT, sqlite "database or disk is
-    full", a short write), else None."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
-            return cur
-        if _FULL_TEXT.search(str(cur)):
-            return cur
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
-def free_bytes(path: Path) -> int | None:
-    """Free bytes on the disk holding ``path`` (its nearest existing folder), None if unknown."""
-    for folder in (path, *path.parents):
-        if folder.exists():
-            try:
-                return shutil.disk_usage(folder).free
-            except OSError:
-                return None
-    return None
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
-
-
-def _ids(runs: Sequence[str]) -> str:
-    return ", ".join(r[:8] for r in runs)
-
-
-class DiskFull(BaseException):
-    """A write failed for want of space: the MLflow store, its artifacts, the stage cache. Not an
-    ``Exception``: like an interrupt it must pass every ``except Exception`` on its way up (a job's failure
-    handling, Hydra's, a callback's), because every later write and job would fail the same way. The job's
-    run ends KILLED where the store still takes that (``ragbench.lifecycle``); ``__main__`` prints ``line()``
-    and exits 1."""
-
-    def __init__(self, *, what: str, path: Path, key: str, cause: str, run_id: str | None = None) -> None:
-        self.what, self.path, self.key, self.cause, self.run_id = what, Path(os.path.abspath(path)), key, cause, run_id
-        self.free = free_bytes(path)
-        self.closed: list[str] = []  # runs ended KILLED on the way out
-        self.left: list[str] = []  # runs the store would not even close: a later run closes them (stale)
-        super().__init__(self.line())
-
-    def line(self) -> str:
-        """The one line: what is full, the free space, what became of the runs, and the fix."""
-        closed, left = list(dict.fromkeys(self.closed)), list(dict.fromkeys(self.left))
-        runs = f"; run {_ids(closed)} ended KILLED" if closed else ""
-        if left:
-            runs += (f"; run {_ids(left)} left RUNNING: the next run on this store closes "
-                     f"{'it' if len(left) == 1 else 'them'} as KILLED")
-        return (f"no space left for {self.what} {self.path} ({_size(self.free)} free there): {self.cause}; "
-                f"stopped at the first failed write{runs}. fix: free space there, or point {self.key} at a disk "
-                "with room, then rerun the same command: finished jobs are reused and the stage cache keeps "
-                "what was built")
-
-
-def disk_full(exc: BaseException, *, what: str, path: Path, key: str, run_id: str | None = None) -> DiskFull | None:
-    """``exc`` as a DiskFull naming ``what`` at ``path`` (an OSError's own file, when it names one), or None
-    when it is not a full disk."""
-    cause = full_disk(exc)
-    if cause is None:
-        return None
-    if isinstance(cause, OSError) and cause.filename:
-        path = Path(str(cause.filename))
-    match = _FULL_TEXT.search(str(cause))
-    text = cause.strerror if isinstance(cause, OSError) and cause.strerror else match.group(0) if match else "full"
-    return DiskFull(what=what, path=path, key=key, cause=text, run_id=run_id)
-
-
-def _drop_full_disk(record: logging.LogRecord) -> bool:
-    return not (record.exc_info and record.exc_info[1] is not None and full_disk(record.exc_info[1]))
-
-
-@functools.lru_cache(maxsize=1)
-def _quiet_mlflow_full_disk() -> None:
-    """MLflow logs a database error with its traceback before it raises it; a full disk is reported once,
-    as ``DiskFull``'s line, so that log record is dropped (every other one is kept)."""
-    logging.getLogger("mlflow.store.db.utils").addFilter(_drop_full_disk)
-
-
-class FullDiskGuard:
-    """The MLflow client of one store, with a write that fails for want of space raised as ``DiskFull``
-    naming the store (the sqlite file, or the artifact folder for an upload) and the run it was for."""
-
-    def __init__(self, target: Any, *, uri: str, artifact_root: str) -> None:
-        self._target, self._uri, self._artifacts = target, uri, artifact_root
-        _quiet_mlflow_full_disk()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("_target", "_uri", "_artifacts"):  # pickle's probes (launchers)
-            raise AttributeError(name)
-        attr = getattr(self._target, name)
-        if not callable(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            except Exception as exc:
-                run_id = next((a for a in args if isinstance(a, str) and _RUN_ID.fullmatch(a)), None)
-                upload = name.startswith("log_artifact")
-                db = sqlite_path(self._uri)
-                full = disk_full(exc, what="the MLflow artifacts" if upload or db is None else "the MLflow store",
-                                 path=Path(self._artifacts) if upload or db is None else db,
-                                 key="tracking.artifact_root" if upload else "tracking.uri", run_id=run_id)
-                if full is None:
-                    raise
-                raise full from exc
-
-        return call
 

@@ -168,3 +168,4 @@ def test_logged_params_and_tags_come_from_the_components_that_declare_them():
     comps = SimpleNamespace(generator=Generator(), judges={"a": Judge(), "b": OldStyle(), "c": LexicalJudge()})
     assert lifecycle.component_params(comps) == {"llm/prompt_hash": "abc", "judge/rubrics_hash": "def"}  # type: ignore[arg-type]
     assert lifecycle.component_tags(comps) == {"judge.same_model": "False"}  # type: ignore[arg-type]
+

@@ -21,7 +21,7 @@ from ragbench.errors import ConfigError
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.lifecycle import JobRun
 from ragbench.tracking import store
-from ragbench.tracking.store import DiskFull, FullDiskGuard, full_disk
+from ragbench.tracking.full_disk import DiskFull, FullDiskGuard, disk_full, full_disk
 
 RUN = "0123456789abcdef0123456789abcdef"
 
@@ -85,6 +85,10 @@ def test_the_client_guard_names_the_store_the_run_and_the_free_space(tmp_path):
         upload.log_artifacts(RUN, "folder")
     assert info.value.what == "the MLflow artifacts" and info.value.key == "tracking.artifact_root"
     assert info.value.path == tmp_path / "a/f.json"
+    import pickle
+
+    again = pickle.loads(pickle.dumps(full))  # a launcher's worker process sends it back to the sweep
+    assert (again.path, again.run_id, again.line()) == (full.path, full.run_id, full.line())
     other = FullDiskGuard(FullClient(ValueError("bad metric")), uri="sqlite:///x.db", artifact_root="a")
     with pytest.raises(ValueError):
         other.log_batch(RUN)  # any other error is the client's own
@@ -116,7 +120,7 @@ class Tracker:
 
     def _write(self, what: str) -> None:
         if what == self.full_from:
-            raise store.disk_full(sqlite_full(), what="the MLflow store", path=self.tmp / "mlflow.db",
+            raise disk_full(sqlite_full(), what="the MLflow store", path=self.tmp / "mlflow.db",
                                   key="tracking.uri", run_id="run-1")  # type: ignore[misc]
 
     def close_stale_runs(self) -> list[str]:

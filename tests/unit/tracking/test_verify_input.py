@@ -81,6 +81,8 @@ CASES: list[tuple[str, Callable[[bytes], bytes], Callable[[bytes], bytes | None]
      "line 1 (case q1): the case record has no 'ranked_ids'"),
     ("field-mistyped", edit_row(2, lambda r: r.__setitem__("evidence", "x")), same, 1,
      "line 2 (case q2): 'evidence' is a string, expected an object"),
+    ("evidence-part-missing", edit_row(2, lambda r: r["evidence"].pop("matched")), same, 1,
+     "line 2 (case q2): 'evidence' has no 'matched'"),
     ("topk-a-bool", edit_row(1, lambda r: r.__setitem__("topk", True)), same, 1, "'topk' is true/false, expected a number"),
     ("no-record-version", edit_row(1, lambda r: r.pop("record_version")), same, 2,
      "line 1 (case q1) has no case record (a run logged before ragbench.verify)"),
