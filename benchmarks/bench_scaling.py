@@ -236,11 +236,12 @@ def main() -> int:
             write_vectors(work / "vectors.npy", dense_max)
             print(f"# {dense_max:,} clustered {DIM}-d vectors written to {work} in "
                   f"{time.perf_counter() - start:.1f} s ({dense_max * DIM * 4 / 2**30:.2f} GiB)", flush=True)
-        print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; ivf nlist={args.nlist} nprobe={args.nprobe}"
-              f" train={args.train_size}; hnsw M={args.hnsw_m} efConstruction={args.ef_construction} "
-              f"efSearch={args.ef_search}; {args.queries} queries, k={K}", flush=True)
-        print(f"{'path':10s} {'n':>9s} {'wall s':>8s} {'CPU s':>8s} {'build s':>8s} {'peak MiB':>9s} "
-              f"{'proc MiB':>9s} {'recall@10':>9s}  per 1,000: {'CPU s':>7s} {'MiB':>6s}  (load)")
+        if paths:
+            print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; ivf nlist={args.nlist} nprobe={args.nprobe}"
+                  f" train={args.train_size}; hnsw M={args.hnsw_m} efConstruction={args.ef_construction} "
+                  f"efSearch={args.ef_search}; {args.queries} queries, k={K}", flush=True)
+            print(f"{'path':10s} {'n':>9s} {'wall s':>8s} {'CPU s':>8s} {'build s':>8s} {'peak MiB':>9s} "
+                  f"{'proc MiB':>9s} {'recall@10':>9s}  per 1,000: {'CPU s':>7s} {'MiB':>6s}  (load)")
         growth: dict[str, list[tuple[int, float]]] = {}
         walls: dict[str, list[tuple[int, float]]] = {}
         for path in paths:
@@ -273,9 +274,10 @@ def main() -> int:
                 print(f"{path}: CPU s grows as n^{k:.2f}, wall as n^{kw:.2f}, from {points[0][0]:,} to "
                       f"{points[-1][0]:,} ({'linear' if k < 1.15 else 'superlinear'})", flush=True)
         child = os.times()
-        print(f"# total: {time.perf_counter() - started:.0f} s wall, {child.children_user + child.children_system:.0f} "
-              f"CPU-s in the path processes; load {first_load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
-              flush=True)
+        if paths:
+            print(f"# total: {time.perf_counter() - started:.0f} s wall, {child.children_user + child.children_system:.0f} "
+                  f"CPU-s in the path processes; load {first_load:.1f} at the start, {os.getloadavg()[0]:.1f} at "
+                  "the end", flush=True)
         if args.encoder:
             cmd = [sys.executable, __file__, "--encoder-one", str(args.encoder)]
             r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()

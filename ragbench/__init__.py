@@ -7,13 +7,14 @@ from omegaconf import OmegaConf
 __version__ = "0.1.0"
 
 
-def _default_scope(dataset: str | None) -> str:
+def _default_scope(target: str | None) -> str:
     from ragbench.retrieval.scope import default_scope
 
-    return default_scope(dataset)
+    return default_scope(target)
 
 
-# `${default_scope:${dataset.name}}`: retrieval.scope follows the dataset's official protocol by default.
+# `${default_scope:${oc.select:dataset._target_,null}}`: retrieval.scope follows the protocol the dataset
+# adapter declares (its class attribute default_scope).
 OmegaConf.register_new_resolver("default_scope", _default_scope, replace=True)
 
 # `${sweep_id:}` in hydra.sweep.dir: the sweeping process's id, resolved once and carried to launcher

@@ -21,6 +21,8 @@ from ragbench.components import Components, JobResult
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.judge.build import build_judges
+from ragbench.judge.scorers import CONFIG_KEY as SCORERS_KEY
+from ragbench.judge.scorers import build_scorers
 from ragbench.lifecycle import JobRun, JobStopped, objective
 from ragbench.outcome import check, max_failure_rate, preflight
 from ragbench.pipeline import Pipeline
@@ -28,7 +30,7 @@ from ragbench.plan.rates import record_rates
 from ragbench.query.options import query_options
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
-from ragbench.retrieval.scope import check_scope
+from ragbench.retrieval.scope import check_scope, declared_scope
 from ragbench.stages import answer_stages, builds_llm
 from ragbench.systems.components import system_metrics
 from ragbench.tracking.environment import embedder_dim_tag
@@ -65,8 +67,12 @@ def build(cfg: DictConfig) -> tuple[Components, StageCache]:
 def _components(cfg: DictConfig) -> Components:
     rr = cfg.reranker
     llm = builds_llm(cfg)  # stages=retrieval: no generator, no judge (ragbench.stages)
+    dataset = _instantiate(cfg.dataset)
+    # the protocol is the dataset's: a retrieval config without `scope` (a user's minimal one) searches as
+    # the adapter declares, never silently the whole corpus
+    scope = cfg.retrieval.get("scope") or declared_scope(dataset, f"dataset._target_={cfg.dataset.get('_target_')}")
     return Components(
-        dataset=_instantiate(cfg.dataset),
+        dataset=dataset,
         chunker=_instantiate(cfg.chunker),
         embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
         retriever=_instantiate(cfg.retrieval.retriever),
@@ -76,9 +82,10 @@ def _components(cfg: DictConfig) -> Components:
         expander=_instantiate(cfg.expander),
         generator=_instantiate(cfg.llm) if llm else None,
         judges=build_judges(cfg.judge, _instantiate) if llm else {},
-        scope=check_scope(str(cfg.retrieval.get("scope") or "corpus")),
+        scope=check_scope(str(scope)),
         search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
         parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
+        retrieval_scorers=build_scorers(OmegaConf.select(cfg, SCORERS_KEY, default=None), _instantiate),
         **query_options(cfg, _instantiate),
     )
 

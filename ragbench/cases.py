@@ -16,10 +16,11 @@ from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, ve
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
-from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, relevant_searchable
+from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.document import case_document_scores
-from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, retrieval_scores
+from ragbench.judge.retrieval import doc_recall_scores, retrieval_scores
+from ragbench.judge.scorers import scorer_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import ExplainingJudge, Judge, QueryExpander
 from ragbench.rerank.fallback import rerank_or_keep
@@ -103,8 +104,14 @@ class CaseRunner:
                 trace["stages"].append(stage("topk", final[:topk], gold))
             scores.update(retrieval_scores(tree, emap, final if oracle else final[: max(ks)], ks, c.topk,
                                            lookup.coverage.get(query.qid)))
-            if emap.matched and c.dataset.name in DOC_RECALL_DATASETS:
+            if emap.matched and c.dataset.doc_recall:  # the adapter declares its evidence names documents
                 scores.update(doc_recall_scores([tree[h.chunk_id].doc_id for h in final], query.doc_ids, ks))
+            if emap.matched and c.retrieval_scorers:  # on what the case record keeps, so verify recomputes them
+                ranked = final[: max(ks)]
+                cov = lookup.coverage.get(query.qid) or Coverage(tree, emap)
+                scores.update(scorer_scores(c.retrieval_scorers, ranked=[h.chunk_id for h in ranked],
+                                            covered=hit_units(tree, emap, ranked, cov), qrels=cov.unit_qrels(),
+                                            chunk_qrels=cov.chunk_qrels(), ks=ks))
             if emap.matched:  # retrieval/doc/*: datasets judged per document (ragbench.judge.document)
                 scores.update(case_document_scores(c.dataset, tree, emap, query, final if oracle else final[: max(ks)],
                                                    c.topk, scope=c.scope))

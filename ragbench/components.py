@@ -17,6 +17,7 @@ from ragbench.protocols import (
     Judge,
     QueryTransform,
     Reranker,
+    RetrievalScorer,
     Retriever,
 )
 from ragbench.query.transforms import NoQueryTransform, check_transform
@@ -50,6 +51,8 @@ class Components:
     # retrieval.parent_vectors: also search the parents of the searched chunks, their vectors the mean of
     # their children's (EasyRAG's propagation) or embedded directly
     parent_vectors: str = "none"
+    # metrics.retrieval: per-query retrieval metrics from outside the package (ragbench.judge.scorers)
+    retrieval_scorers: Sequence[RetrievalScorer] = ()
 
     def __post_init__(self) -> None:
         if self.parent_vectors not in PARENT_VECTORS:

@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.trec and not args.responses:
         parser.error("give --trec RUN_FILE and/or --responses OUT.jsonl")
     try:
-        rows, _, _, _ = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        rows, *_ = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
         if "record_version" not in rows[0]:
             raise UsageError(f"run {args.run_id} has no case record (a run logged before ragbench.verify)")
         level = args.level or default_level(rows)

@@ -15,9 +15,13 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class DatasetAdapter(Protocol):
-    """Reads a dataset in its official layout."""
+    """Reads a dataset in its official layout, and declares its protocol (``datasets.base.BaseAdapter``):
+    ``evidence_level`` (passage | document), ``default_scope`` (document | corpus) and ``doc_recall``."""
 
     name: str
+    evidence_level: str
+    default_scope: str
+    doc_recall: bool
 
     def load(self) -> EvalSet: ...
 
@@ -226,6 +230,22 @@ class DepthLimited(Protocol):
     any depth), so the jobs of a top-k sweep share one search (ragbench.retrieval.batch)."""
 
     def depth_limit(self, k: int) -> int | None: ...
+
+
+@runtime_checkable
+class RetrievalScorer(Protocol):
+    """A per-query retrieval metric added from outside the package (``metrics.retrieval: [{_target_: ...}]``),
+    scored on the ranking the case record keeps, so ``ragbench.verify`` recomputes it. ``metrics`` declares
+    every key ``score`` returns (``retrieval/<name>``, a ``judge.metric_info.MetricInfo`` each, ``kind``
+    ``diagnostic``: like every retrieval figure, the mean over the queries with matched evidence).
+    ``ranked``: chunk ids best first (the first max(ks) hits); ``covered``: the evidence units each hit
+    covers; ``qrels``: unit -> grade at the dataset's evidence unit; ``chunk_qrels``: chunk -> grade."""
+
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+
+    def score(self, *, ranked: Sequence[str], covered: Sequence[Sequence[str]], qrels: Mapping[str, int],
+              chunk_qrels: Mapping[str, int], ks: Sequence[int]) -> dict[str, float]: ...
 
 
 @runtime_checkable

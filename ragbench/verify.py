@@ -28,7 +28,9 @@ from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.document import scores_from_record as document_scores_from_record
 from ragbench.judge.lexical import answer_scores
-from ragbench.judge.retrieval import DOC_RECALL_DATASETS, doc_recall_scores, metric_ks, scores_from_record
+from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_record
+from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
+from ragbench.protocols import RetrievalScorer
 from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
@@ -73,16 +75,21 @@ def score_keys(row: Mapping[str, Any]) -> dict[str, float]:
             if "/" in k and not k.startswith("latency/") and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def recompute_case(row: Mapping[str, Any]) -> dict[str, float]:
-    """A case's retrieval, context and lexical answer scores, from its record alone."""
+def recompute_case(row: Mapping[str, Any], scorers: Sequence[RetrievalScorer] = ()) -> dict[str, float]:
+    """A case's retrieval, context and lexical answer scores, from its record alone; ``scorers``: the run's
+    ``metrics.retrieval`` (``RetrievalScorer``), applied to the recorded ranking and qrels."""
     out: dict[str, float] = {}
     ev = row["evidence"]
     if ev["matched"]:
+        ks = metric_ks(int(row["topk"]))
         out.update(scores_from_record(row["ranked_ids"], row["hit_units"], row["qrels"]["chunk"],
-                                      row["qrels"]["unit"], metric_ks(int(row["topk"])),
-                                      [t for t in ev["texts"] if t], row["topk_texts"]))
-        if row["dataset"] in DOC_RECALL_DATASETS:
-            out.update(doc_recall_scores(row["ranked_doc_ids"], row["doc_ids"], metric_ks(int(row["topk"]))))
+                                      row["qrels"]["unit"], ks, [t for t in ev["texts"] if t], row["topk_texts"]))
+        # the adapter's doc_recall declaration decided at run time whether the case has them (the record keeps
+        # no adapter): recomputed wherever the case logged them
+        if any(k.startswith("retrieval/doc_recall_at_") for k in row):
+            out.update(doc_recall_scores(row["ranked_doc_ids"], row["doc_ids"], ks))
+        out.update(scorer_scores(scorers, ranked=row["ranked_ids"], covered=row["hit_units"],
+                                 qrels=row["qrels"]["unit"], chunk_qrels=row["qrels"]["chunk"], ks=ks))
         out.update(document_scores_from_record(row))
     contexts = row["contexts"]
     if contexts or "context/tokens" in row:
@@ -112,10 +119,11 @@ def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResu
                       error_type=row.get("error_type"), error=row.get("error"), latency=latency)
 
 
-def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], topk: int | None = None) -> Report:
+def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], topk: int | None = None,
+                scorers: Sequence[RetrievalScorer] = ()) -> Report:
     """Compares every recomputable per-case score and every aggregated metric with ``logged``; with the
     job's ``topk``, also the fixed-name views the job derives from them (``*_at_topk``, ``headline/*``,
-    the last point of each ``*_at_k_curve``)."""
+    the last point of each ``*_at_k_curve``); ``scorers``: the run's ``metrics.retrieval``."""
     from ragbench.tracking.job_log import at_k_views
     from ragbench.tracking.mlflow_tracker import mlflow_name
 
@@ -125,7 +133,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
         if "record_version" not in row:
             raise UsageError(f"case {row.get('qid')} has no case record (a run logged before ragbench.verify)")
         scores = score_keys(row)
-        fresh = recompute_case(row)
+        fresh = recompute_case(row, scorers)
         for key in sorted(set(scores) | set(fresh)):
             if not key.startswith(RECOMPUTED):
                 continue
@@ -210,6 +218,7 @@ class RunArtifacts:
     scores: bytes | None
     metrics: dict[str, float]
     topk: int | None
+    scorers: tuple[dict[str, Any], ...] = ()  # the run's metrics.retrieval nodes, from its params
 
 
 def fetch_run(run_id: str, uri: str) -> RunArtifacts:
@@ -238,7 +247,8 @@ def fetch_run(run_id: str, uri: str) -> RunArtifacts:
                          "ragbench job (and --tracking-uri if it is not the default store)") from None
     topk = run.data.params.get("retrieval.topk")
     return RunArtifacts(run_id=run_id, cases=cases, scores=scores, metrics=dict(run.data.metrics),
-                        topk=int(topk) if topk and str(topk).isdigit() else None)
+                        topk=int(topk) if topk and str(topk).isdigit() else None,
+                        scorers=tuple(scorer_nodes(run.data.params)))
 
 
 class DamagedRecord(Exception):
@@ -318,11 +328,19 @@ def parse_scores(data: bytes | None) -> Any:
         return "not JSON"
 
 
-def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any]:
-    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param) and its parsed
-    ``case_scores.json`` (None when the run has none)."""
+def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any,
+                                             tuple[RetrievalScorer, ...]]:
+    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param), its parsed
+    ``case_scores.json`` (None when the run has none) and its ``metrics.retrieval`` scorers, rebuilt."""
+    from hydra.utils import instantiate
+
     art = fetch_run(run_id, uri)
-    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores)
+    try:
+        scorers = build_scorers(art.scorers, instantiate)
+    except Exception as exc:  # noqa: BLE001 - a scorer that no longer imports: a usage error, one line
+        raise UsageError(f"run {run_id}: its metrics.retrieval scorers cannot be rebuilt ({exc}); fix: run verify "
+                         "where the scorers' package is importable") from None
+    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores), scorers
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -341,8 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = Report()
         return finish(args.run_id, f"{check_calibration(calibration, report)} labelled items", report, args.show)
     try:
-        rows, logged, topk, scores_doc = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
-        report = verify_rows(rows, logged, topk)
+        rows, logged, topk, scores_doc, scorers = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        report = verify_rows(rows, logged, topk, scorers)
         if scores_doc is None:
             from ragbench.compare.runcases import SCORES_ARTIFACT
 

@@ -110,7 +110,7 @@ def metric_spec(name: str) -> MetricSpec:
     if m:
         return MetricSpec(name=name, key=f"latency/{m['stage']}_ms", statistic=m["stat"], lower_is_better=True,
                           zero_when_failed=False, successful_only=True, min_effect=threshold)
-    info = metric_info(name)  # a declared key (judge/claims/*, judge/rf/*): its declaration, not its suffix
+    info = metric_info(name)  # a declared key (retrieval/*, answer/*, judge/claims/*, judge/rf/*): its declaration
     cost = (not info.higher_is_better if info is not None else
             name in _COSTS or name.startswith(_COST_PREFIXES)
             or (name.endswith(_COST_SUFFIXES) and not name.endswith("per_1k_tokens")))

@@ -51,8 +51,14 @@ class BaseAdapter:
 
     doc_id_field = "document id"
     qid_field = "question id"
-    # the dataset's protocol: "document" when relevance is judged per document (retrieval/doc/* metrics)
+    # the dataset's protocol, declared here and nowhere else (no table of dataset names):
+    # evidence_level: "document" when relevance is judged per document (retrieval/doc/* metrics);
+    # default_scope: retrieval.scope unless the run sets one (ragbench.retrieval.scope): "document" when the
+    # official evaluation searches each question's own documents, else "corpus"; a retriever config never
+    # changes it; doc_recall: the evidence names its source documents, so retrieval/doc_recall_at_k is defined
     evidence_level = "passage"
+    default_scope = "corpus"
+    doc_recall = False
     has_answers = True  # False: retrieval judgements only (BEIR); questions are kept without a gold answer
     own_files = False  # True: the user's own files (custom): error fixes say how to correct them, not re-download
     answers_optional = False  # True: a question may come without a gold answer (custom: scored on retrieval only)

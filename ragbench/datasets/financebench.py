@@ -84,6 +84,7 @@ class FinanceBenchAdapter(BaseAdapter):
 
     doc_id_field = "doc_name"
     qid_field = "financebench_id"
+    default_scope = "document"  # the paper's per-filing store (it also reports a shared one)
     # each question is about one filing (its evidence pages lie in it): relevance per filing, retrieval/doc/*,
     # logged under retrieval.scope=corpus (the paper's shared vector store; the default per-filing store searches
     # the right filing by construction)

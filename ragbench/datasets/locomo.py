@@ -84,6 +84,7 @@ class LocomoAdapter(BaseAdapter):
 
     doc_id_field = "sample_id"
     qid_field = "sample_id (question ids are <sample_id>/q<index>)"
+    default_scope = "document"  # LoCoMo's task_eval builds one store per conversation
 
     def __init__(self, *, include_adversarial: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -64,6 +64,7 @@ class MultiHopRAGAdapter(BaseAdapter):
     # each evidence fact names its article: relevance per article, retrieval/doc/* (beside MultiHop-RAG's own
     # retrieval/doc_recall_at_k, which reads the top-k chunks' articles)
     evidence_level = "document"
+    doc_recall = True  # each evidence fact names its source article: EvidenceRecall@K by document
 
     def _layout(self, reader: FileReader) -> str:
         for prefix in LAYOUTS:

@@ -42,6 +42,7 @@ class QasperAdapter(BaseAdapter):
 
     doc_id_field = "paper id"
     qid_field = "question_id"
+    default_scope = "document"  # a question is asked of its own paper
 
     def __init__(self, *, split: str = "train", **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -75,6 +75,7 @@ class SyllabusQAAdapter(BaseAdapter):
 
     doc_id_field = "syllabus_name"
     qid_field = "id"
+    default_scope = "document"  # a question is asked of its own syllabus
 
     def __init__(
         self,

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ragbench.judge import claims, reference_free
+from ragbench.judge import claims, locomo_f1, reference_free, refusal, retrieval, squad
 from ragbench.judge.locomo_f1 import SCORED_ON
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.judge.metric_info import MetricInfo, lookup
 from ragbench.judge.retrieval import MRR_KEY
 from ragbench.protocols import Judge
 from ragbench.types import CaseResult
@@ -22,17 +22,19 @@ DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hi
 
 
 # keys whose meaning is declared beside their code (ragbench.judge.metric_info); the others are read by the rules here
-DECLARED: dict[str, MetricInfo] = {**reference_free.METRICS, **claims.METRICS}
+DECLARED: dict[str, MetricInfo] = {**retrieval.METRICS, **squad.METRICS, **locomo_f1.METRICS, **refusal.METRICS,
+                                   **reference_free.METRICS, **claims.METRICS}
 
 
 def metric_info(key: str) -> MetricInfo | None:
     """The declaration of a per-case key (direction, score or diagnostic), None when it has none."""
-    return DECLARED.get(key)
+    return lookup(DECLARED, key)
 
 
 def is_score(key: str) -> bool:
-    """True for answer-quality scores that a failed case contributes zero to."""
-    info = DECLARED.get(key)
+    """True for answer-quality scores that a failed case contributes zero to: a declared key by its
+    declaration; an undeclared one (context/*, judge/*, a user's retrieval/* scorer) by the rule below."""
+    info = metric_info(key)
     if info is not None:
         return info.kind == "score"
     return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)

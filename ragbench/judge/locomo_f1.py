@@ -22,6 +22,7 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragbench.judge.metric_info import MetricInfo
 from ragbench.judge.squad import overlap_f1
 
 _PUNCT = frozenset(string.punctuation)
@@ -70,6 +71,12 @@ def not_adversarial(meta: Mapping[str, Any]) -> bool:
 # per-case score keys that apply to some questions only: the job's end-to-end mean of the key is over
 # the questions it applies to (failed ones counting 0), read by ragbench.judge.aggregate
 SCORED_ON: dict[str, Callable[[Mapping[str, Any]], bool]] = {RAGBENCH_KEY: not_adversarial}
+_SRC = "snap-research/locomo task_eval/evaluation.py eval_question_answering"
+METRICS = {
+    RAGBENCH_KEY: MetricInfo("the official per-category score, categories 1-4 (failed cases 0)", _SRC,
+                             "leaves category 5 (adversarial) out of the mean, as papers that report 1-4"),
+    OFFICIAL_KEY: MetricInfo("the official per-category score over every question, category 5 included", _SRC),
+}
 
 
 def locomo_scores(prediction: str, gold: str, category: int) -> dict[str, float]:

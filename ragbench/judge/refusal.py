@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from ragbench.judge.metric_info import MetricInfo
 from ragbench.text import normalize
+
+METRICS = {
+    # a flag, not a score: the job reports answer/refusal_accuracy and answer/false_refusal_rate from it
+    "answer/refused": MetricInfo("1 when the answer is empty or a short missing-information phrase",
+                                 "ragbench's refusal heuristic (REFUSAL_PHRASES)", kind="diagnostic"),
+}
 
 REFUSAL_PHRASES = (
     "not mentioned", "unanswerable", "unknown", "no information", "insufficient information",

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from ragbench.evidence import Coverage, EvidenceMap, evidence_text_recall, hit_units
 from ragbench.judge.ir import covering_metrics, retrieval_metrics
+from ragbench.judge.metric_info import MetricInfo
 from ragbench.types import ChunkTree, Hit
 
 # MRR is reported at a fixed depth (retrieval/mrr_at_10), so a top-k sweep that ranks the same hits shows one
@@ -18,6 +19,28 @@ from ragbench.types import ChunkTree, Hit
 MRR_DEPTH = 10
 BASE_KS = (1, 3, 5, MRR_DEPTH)
 MRR_KEY = f"retrieval/mrr_at_{MRR_DEPTH}"  # present exactly when a case has retrieval scores
+
+
+_TREC = "trec_eval (pytrec_eval)"
+_UNIT = ", one rank per hit over the evidence units it covers (judge.ir.covering_metrics)"
+_PER_QUERY = "; averaged over the queries with matched evidence (the others are counted apart)"
+# retrieval figures are diagnostics: a query without matched evidence has none, and is not counted 0
+_IR = {"hit": ("a relevant hit in the first k", "success_k"), "recall": ("relevant ids covered by the first k / R",
+       "recall_k"), "precision": ("relevant hits in the first k / k", "P_k"), "ndcg": (
+       "DCG of the first k (log2 discount) / ideal DCG", "ndcg_cut_k"), "map": (
+       "average precision cut at k", "map_cut_k"), "mrr": ("1 / rank of the first relevant hit within k", "recip_rank")}
+METRICS: dict[str, MetricInfo] = {
+    **{f"retrieval/{m}_at_<k>": MetricInfo(d + _PER_QUERY, f"{_TREC} {src}", "evidence units" + _UNIT,
+                                          kind="diagnostic") for m, (d, src) in _IR.items()},
+    **{f"retrieval/chunk/{m}_at_<k>": MetricInfo(d + _PER_QUERY, f"{_TREC} {src}", "over the ranked chunks",
+                                                kind="diagnostic") for m, (d, src) in _IR.items()},
+    "retrieval/evidence_text_recall": MetricInfo(
+        "share of the gold evidence texts found in the top-k hit texts" + _PER_QUERY, "ragbench.evidence",
+        kind="diagnostic"),
+    "retrieval/doc_recall_at_<k>": MetricInfo(
+        "share of the gold evidence articles that a top-k hit comes from" + _PER_QUERY,
+        "MultiHop-RAG EvidenceRecall@K", "only for adapters that declare doc_recall", kind="diagnostic"),
+}
 
 
 def metric_ks(topk: int) -> list[int]:
@@ -55,9 +78,6 @@ def _with_text_recall(out: dict[str, float], evidence_texts: Sequence[str],
     if rec is not None:
         out["retrieval/evidence_text_recall"] = rec
     return out
-
-
-DOC_RECALL_DATASETS = ("multihop_rag",)  # evidence names its source article: recall by document is defined
 
 
 def doc_recall_scores(ranked_doc_ids: Sequence[str], gold_doc_ids: Sequence[str],

@@ -13,6 +13,16 @@ import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from ragbench.judge.metric_info import MetricInfo
+
+_SQUAD = "SQuAD v1.1 evaluate-v1.1.py"
+# ragbench.judge.lexical logs them; scores: a failed case counts 0 end to end
+METRICS = {
+    "answer/em": MetricInfo("1 when the normalised answer equals a normalised gold answer", f"{_SQUAD} exact_match"),
+    "answer/f1": MetricInfo("token F1 of the normalised texts, max over the gold answers", f"{_SQUAD} f1_score"),
+    "answer/contains": MetricInfo("1 when a normalised gold answer is a whole-token run inside the answer",
+                                  "BERGEN Match / MultiHop-RAG AnswerContains"),
+}
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

@@ -65,16 +65,17 @@ def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
     from ragbench.llm.loader import litellm
 
     lib = litellm()
+    unpriced = (lib.exceptions.ModelNotMappedError, ValueError, KeyError, TypeError, AttributeError)
     try:
         info = lib.get_model_info(model)
-    except Exception:  # noqa: BLE001 - litellm raises a bare Exception for an unmapped model
+    except unpriced:
         info = {}
     pin, pout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
     if pin is not None and pout is not None:
         return float(pin) * prompt_tokens + float(pout) * completion_tokens
     try:
         a, b = lib.cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-    except Exception:  # noqa: BLE001 - unpriced: logged as 0 like a normal call (ragbench.llm.usage)
+    except unpriced:  # unpriced: booked as 0, like a normal call (ragbench.llm.usage)
         return 0.0
     return BATCH_DISCOUNT * (float(a) + float(b))
 
@@ -131,7 +132,7 @@ class BatchRunner:
                 for b in bodies.values()]
         replies: dict[str, BatchReply] = {}
         try:
-            replies = self._results(lib, self._wait(lib))
+            replies = self._results(lib, self._wait(lib, key))
         finally:
             for cid, hold in zip(bodies, held, strict=True):
                 reply = replies.get(cid)
@@ -156,7 +157,7 @@ class BatchRunner:
         log.info("%s: submitted batch %s of %d requests to %s", self.role, batch.id, len(bodies), self.provider)
         return str(batch.id)
 
-    def _wait(self, lib: Any) -> Any:
+    def _wait(self, lib: Any, key: str) -> Any:
         start = time.monotonic()
         while True:
             batch = lib.retrieve_batch(batch_id=self.batch_id, **self._kwargs())
@@ -166,9 +167,12 @@ class BatchRunner:
             if batch.status in DONE:
                 return batch
             if batch.status in FAILED:
+                if self.store is not None:  # forgotten: the next run submits the requests again
+                    self.store.put_record(STAGE, key, {"stage": STAGE, "model": self.model},
+                                          {"failed_batch_id": self.batch_id, "status": batch.status})
                 raise LLMError(f"{self.role} batch {self.batch_id} of {self.model!r} ended {batch.status}: "
-                               f"{getattr(batch, 'errors', None)}; fix: rerun with {self.role}.batch=false, or "
-                               f"clear it with `python -m ragbench.cache prune --stage {STAGE}` and rerun")
+                               f"{getattr(batch, 'errors', None)}; fix: rerun (a new batch is submitted) or set "
+                               f"{self.role}.batch=false")
             if time.monotonic() - start > self.max_wait_s:
                 raise LLMError(f"{self.role} batch {self.batch_id} is still {batch.status} after "
                                f"{self.max_wait_s:g} s; fix: rerun later: the batch id is kept, the rerun polls it")
