@@ -3,7 +3,7 @@ sample, then an extractive answer (the passage sentence sharing most words with 
 library + ragbench only, offline.
 
     python -m ragbench -m dataset=qasper system=python system.target=examples.my_rag:answer \
-        +system.params.top_k=1,4 +system.params.unit=sentence,paragraph
+        system.params.top_k=1,4 system.params.unit=sentence,paragraph
 
 Replace the body with your own pipeline: take the question (and your parameters), return the answer and
 the ranked passages your generator read.

@@ -17,6 +17,7 @@ for _key, _value in {
     "DO_NOT_TRACK": "1",
     "RAY_USAGE_STATS_ENABLED": "0",
     "TOKENIZERS_PARALLELISM": "false",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",  # a progress bar per artifact copy is noise in a sweep log
 }.items():
     os.environ.setdefault(_key, _value)
 if not sys.stderr.isatty():  # off a terminal (CI logs, pipes) tqdm bars are \r-joined noise: no bars at all
@@ -58,6 +59,9 @@ def main() -> None:
     gc_tuning.for_batch_work()
     lifecycle.install_signal_handlers()  # SIGINT, SIGTERM: unwind as Interrupted (ragbench.lifecycle)
     redact.register_environment()
+    from ragbench.config_check import open_overrides
+
+    sys.argv[1:] = open_overrides(sys.argv[1:])  # system.params.* need no "+" (ragbench.config_check)
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
     redact.mask_terminal()
     from ragbench.plan.cli import split_plan_args

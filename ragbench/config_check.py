@@ -259,3 +259,13 @@ def check_overrides(args: list[str]) -> None:
             _walk(rest, merged, [first], f" of {first}={','.join(names)}")
         else:
             _walk(rest, root[first], [first])
+
+
+OPEN_KEYS = ("system.params.",)  # keys a user names freely (an outside system's own parameters)
+
+
+def open_overrides(args: list[str]) -> list[str]:
+    """``system.params.top_k=3,5`` as ``++system.params.top_k=3,5``: an outside system's parameters are its
+    own, so no config file can list them; Hydra's force-add sets a new key or overrides one already set
+    (``+`` and ``++`` forms, and every other argument, pass through unchanged)."""
+    return [f"++{a}" if a.startswith(OPEN_KEYS) and "=" in a else a for a in args]

@@ -342,7 +342,7 @@ class JobRun:
 
         return self.multirun and self.parent is not None and in_this_process(self.parent)
 
-    def _disk_full(self, exc: BaseException | None) -> DiskFull | None:
+    def _disk_full(self, exc: BaseException | None, *, staging: Path | None = None) -> DiskFull | None:
         """``exc`` as a DiskFull: the store's own (raised by its client), or a job's write that failed for
         want of space (the stage cache, the case files' staging folder), named by the file it wrote or by
         ``cache.dir``."""
@@ -356,6 +356,9 @@ class JobRun:
             return None
         from omegaconf import OmegaConf
 
+        if staging is not None:  # the case files' staging folder lives in the temporary folder
+            return disk_full(exc, what="the case files' staging folder", path=staging.parent, key="the TMPDIR environment variable",
+                             run_id=self.run_id)
         cache = str(OmegaConf.select(self.cfg, "cache.dir", default=None) or ".")
         return disk_full(exc, what="the stage cache", path=Path(cache), key="cache.dir", run_id=self.run_id)
 
@@ -390,7 +393,7 @@ class JobRun:
 
                     self.tracker.log_folder(self.run_id, staged.folder, tables=[CASE_TABLE])
         except Exception as exc:  # noqa: BLE001 - the job's failure, recorded on its run
-            full = self._disk_full(exc)
+            full = self._disk_full(exc, staging=staged.folder if staged is not None else None)
             if full is not None:  # the staging folder's disk: stop, as for the store's (DiskFull)
                 self.status = "KILLED"
                 raise full from exc

@@ -140,7 +140,7 @@ def test_retrieval_reranker_depth_grid(tmp_path):
     [parent] = [r for r in all_runs if r.data.tags.get("ragbench.role") == "sweep"]
     table = json.loads(Path(client.download_artifacts(parent.info.run_id, "sweep_comparison.json")).read_text())
     labels = {row[table["columns"].index("job")] for row in table["data"]}
-    assert "#0 expander.parent_depth=0 reranker=none retrieval=dense" in labels and len(labels) == 27
+    assert "retrieval=dense reranker=none parent_depth=0 #0" in labels and len(labels) == 27
 
 
 def test_a_job_that_loads_torch_exits_fast_and_loses_nothing(tmp_path):

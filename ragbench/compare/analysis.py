@@ -52,8 +52,10 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
         raise ConfigError(f"--metric {', '.join(unknown)}: no per-case field of that name in the runs' cases.jsonl; "
                           f"use e.g. {hint}")
     # the sweep table's rule (one "best" per sweep): on the runs' logged metrics, else their per-case fields
-    rank_by = ranking_metric([{**dict.fromkeys(r.fields, 0.0), **r.metrics, "baseline": r.baseline} for r in runs],
-                             sort_by)
+    rows = [{**dict.fromkeys(r.fields, 0.0), **r.metrics, "baseline": r.baseline} for r in runs]
+    rank_by = ranking_metric(rows, sort_by)
+    if not any(rank_by in row for row in rows):  # runs of another kind (a judge's calibration): the first metric
+        rank_by = specs[0].name
     baseline_of, how = pair_up(runs, rank_by, baseline=baseline, baseline_runs=baseline_runs)
     comp = compare(runs, baseline_of, specs, resamples=resamples, seed=seed, alpha=alpha, notes=[*notes, *how])
     return replace(comp, rank_by=rank_by), [taxonomy(r) for r in runs]

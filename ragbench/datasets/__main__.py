@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_stats)
     p = sub.add_parser("list", help="dataset options and whether their official files are cached")
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("generate", help="write an evaluation set from your documents (README: Your own documents)")
+    p = sub.add_parser("generate", help="write an evaluation set from your documents (docs/own-data.md)")
     p.add_argument("overrides", nargs="*", help="dataset=custom dataset.path=DOCS out=eval.json llm=... n=200 "
                    "split=0.5 critic.model=... (every key: ragbench/conf/generate.yaml; any job key works too)")
     p.set_defaults(func=cmd_generate)

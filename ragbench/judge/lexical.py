@@ -1,4 +1,4 @@
-"""Lexical answer metrics under named definitions (see README "Metrics"):
+"""Lexical answer metrics under named definitions (see docs/metrics.md):
 
 - ``answer/em``, ``answer/f1``: SQuAD v1.1 EM and F1 (``ragbench.judge.squad``), max over the gold
   answers as given. An unanswerable question is scored against its gold text like any other

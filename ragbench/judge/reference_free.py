@@ -1,6 +1,6 @@
 """ReferenceFreeJudge: LLM-judged metrics that need no gold answer or evidence (``judge=[...,reference_free]``).
 
-Each key, its definition, its source and where ragbench differs is in ``METRICS`` (and the README).
+Each key, its definition, its source and where ragbench differs is in ``METRICS`` (and docs/metrics.md).
 Per case: one request per retrieved passage (context relevance), two for faithfulness (claims, then
 one verdict per claim), one for answer relevance. A malformed reply is asked again ``parse_retries``
 times, then the metric is a failed judgment (``judge/rf/judge_failed`` = 1, its key absent).

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 INDEXES = ("flat", "ivf", "hnsw")
 # faiss threads for a search call: one. A batched LoCoMo-sized search (120 queries x 700 chunks; 1,986 x
 # 18,303) costs 3.7 vs 12.5 and 406-425 vs 653-683 CPU-ms with 1 vs 2 threads on the 2-core machine,
-# and no more wall time (README "Batched search"); building an HNSW graph keeps faiss's default.
+# and no more wall time (docs/configuration.md, "Batched search"); building an HNSW graph keeps faiss's default.
 SEARCH_THREADS = 1
 # A flat index over more rows than this searches the vectors where they are (memory-mapped) in blocks
 # instead of copying them into faiss; the choice depends on the row count alone, so a cold run (vectors

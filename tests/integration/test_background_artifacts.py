@@ -70,8 +70,8 @@ def test_a_sweep_job_is_finished_once_its_files_are_in_and_failed_when_they_cann
     monkeypatch.setattr(lifecycle, "start_tags", lambda cfg, components: {})
 
     def case_files(result: Any, topk: int) -> dict[str, str]:
-        if result == "unwritable":
-            raise OSError(28, "No space left on device")
+        if result == "unwritable":  # (a full disk stops the sweep instead: tests/unit/tracking/test_store_faults.py)
+            raise PermissionError(13, "Permission denied")
         if os.getpid() == parent:
             raise AssertionError("written in the process, not by the child")
         return {"cases.jsonl": '{"qid": "q1"}\n', "case_scores.json": "{}", "cases_table.json": '{"columns":[],"data":[]}'}
@@ -95,6 +95,6 @@ def test_a_sweep_job_is_finished_once_its_files_are_in_and_failed_when_they_cann
     lifecycle.settle()
     fine, failed = (tracker.client.get_run(r) for r in runs)
     assert fine.info.status == "FINISHED" and failed.info.status == "FAILED"
-    assert failed.data.tags["ragbench.error"] == "OSError: [Errno 28] No space left on device"
+    assert failed.data.tags["ragbench.error"] == "PermissionError: [Errno 13] Permission denied"
     assert {f.path for f in tracker.client.list_artifacts(runs[0])} >= set(CASE_FILES)
     assert fine.data.tags["mlflow.loggedArtifacts"] == '[{"path": "cases_table.json", "type": "table"}]'

@@ -45,7 +45,7 @@ def test_a_sweep_over_system_params_asks_each_configuration_once_and_resumes(tmp
     from tests.test_sweeps import ragbench, runs
 
     sweep = ["-m", "dataset=qasper", "dataset.sample_size=6", "system=python", "system.target=examples.my_rag:answer",
-             "+system.params.top_k=1,2", f"cache.dir={tmp_path}/cache"]
+             "system.params.top_k=1,2", f"cache.dir={tmp_path}/cache"]
     first = ragbench(sweep, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     _, done = runs(tmp_path)

@@ -47,7 +47,7 @@ def test_verify_reproduces_a_job_and_catches_tampering(server, tmp_path, monkeyp
     assert len(rows) == 30
     # document scope: no hit from another conversation, down to the deepest cut-off
     assert all(d in r["doc_ids"] for r in rows for d in r["ranked_doc_ids"])
-    assert all(len(r["ranked_ids"]) == 5 and r["contexts"] and r["contexts"][0]["text"] for r in rows)
+    assert all(len(r["ranked_ids"]) == 10 and r["contexts"] and r["contexts"][0]["text"] for r in rows)
     assert any(r["qrels"]["chunk"] and r["qrels"]["unit"] for r in rows)
     notes = [r["judge_notes"]["llm"] for r in rows]
     assert all(n["accuracy"]["rubric"] for n in notes)

@@ -244,3 +244,16 @@ def test_a_damaged_store_file_is_one_line_naming_it_and_the_fix(tmp_path, damage
     assert "\n" not in message and why in message, message
     assert message.startswith(f"tracking.uri=sqlite:///{db}: the store {db} is damaged (")
     assert f"fix: move it aside (mv {db} {db}.damaged) and rerun" in message and ".recover" in message
+
+
+def test_a_full_disk_under_the_case_files_names_their_staging_folder(tmp_path):
+    """A case-file write that finds no space stops the sweep like the store's, naming the temporary folder
+    (not the stage cache, which it is not)."""
+    job = JobRun(OmegaConf.create({"cache": {"dir": str(tmp_path / "cache")}}), SimpleNamespace(), name="#0",
+                 parent=None, multirun=False)
+    staging = tmp_path / "ragbench-artifacts-x"
+    full = job._disk_full(OSError(errno.ENOSPC, "No space left on device"), staging=staging)
+    assert isinstance(full, DiskFull)
+    assert f"the case files' staging folder {tmp_path}" in full.line() and "TMPDIR" in full.line()
+    assert "stage cache" in job._disk_full(OSError(errno.ENOSPC, "No space left on device")).line()
+    assert job._disk_full(PermissionError(13, "Permission denied"), staging=staging) is None
