@@ -1,15 +1,15 @@
-"""CPU seconds of the design-card sweep, cold and warm, with the encoder worker on and off (alternating).
+"""CPU seconds of the design-card sweep, cold and warm.
 
-    python benchmarks/bench_warm_cpu.py              # 2 rounds: on, off, on, off; prints medians and ratios
-    python benchmarks/bench_warm_cpu.py --rounds 1 --sides off
+    python benchmarks/bench_warm_cpu.py              # 2 rounds; prints medians and the warm/cold ratios
+    python benchmarks/bench_warm_cpu.py --rounds 1
 
-Each round and side runs in a fresh folder (a new stage cache and MLflow store):
-``python -m ragbench -m retrieval.topk=3,5,10 dataset=locomo,qasper embedder.worker=<side>`` cold, then the
-same command again (warm: every job resumed), then once more with ``resume=false`` (warm: every stage from
-the cache). CPU is user + system time of the command and every process it started and reaped (the encoder
-worker, the case-file child), from ``getrusage(RUSAGE_CHILDREN)``: unlike wall time it does not grow when
-other processes share the machine. The rule the worker is judged by: a fork stays only if it buys >= 10%
-cold and costs nothing warm (issue 28, item 5). Target: warm <= 0.12 x cold.
+Each round runs in a fresh folder (a new stage cache and MLflow store):
+``python -m ragbench -m retrieval.topk=3,5,10 dataset=locomo,qasper`` cold, then the same command again
+(warm: every job resumed), then once more with ``resume=false`` (warm: every stage from the cache). CPU is
+user + system time of the command and every process it started and reaped (the case-file child), from
+``getrusage(RUSAGE_CHILDREN)``: unlike wall time it does not grow when other processes share the machine.
+Target: warm <= 0.12 x cold. (The forked encoder worker was judged here and removed: it cost 2.3% CPU cold
+and 35% warm and saved no wall time; issue 28, item 5.)
 """
 
 from __future__ import annotations
@@ -52,44 +52,32 @@ def command(args: list[str], cwd: Path) -> tuple[float, float, str]:
     return cpu, wall, imported
 
 
-def one(side: str, folder: Path) -> dict[str, tuple[float, float, str]]:
-    """Cold, warm (resume) and warm (resume=false) of one side in a fresh folder."""
-    args = [*SWEEP, f"cache.dir={folder / 'cache'}", f"embedder.worker={'true' if side == 'on' else 'false'}"]
+def one(folder: Path) -> dict[str, tuple[float, float, str]]:
+    """Cold, warm (resume) and warm (resume=false) in a fresh folder."""
+    args = [*SWEEP, f"cache.dir={folder / 'cache'}"]
     out = {"cold": command(args, folder), "warm": command(args, folder),
            "warm_all_stages": command([*args, "resume=false"], folder)}
     for kind, (cpu, wall, imported) in out.items():
-        print(f"  worker {side:3s} {kind:15s} CPU {cpu:6.2f} s  wall {wall:6.2f} s  imported: {imported}", flush=True)
+        print(f"  {kind:15s} CPU {cpu:6.2f} s  wall {wall:6.2f} s  imported: {imported}", flush=True)
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--sides", default="on,off", help="the worker settings to alternate: on,off | off | on")
     opts = parser.parse_args()
-    sides = opts.sides.split(",")
-    results: dict[str, list[dict[str, tuple[float, float, str]]]] = {s: [] for s in sides}
+    results: list[dict[str, tuple[float, float, str]]] = []
     for r in range(opts.rounds):
-        for side in sides:
-            folder = Path(tempfile.mkdtemp(prefix=f"bench-warm-{side}-"))
-            print(f"round {r + 1}, worker {side}: {folder}", flush=True)
-            try:
-                results[side].append(one(side, folder))
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-    med = {s: {k: statistics.median(run[k][0] for run in results[s]) for k in ("cold", "warm", "warm_all_stages")}
-           for s in sides}
-    for s in sides:
-        m = med[s]
-        print(f"worker {s}: median CPU cold {m['cold']:.2f} s, warm {m['warm']:.2f} s, warm resume=false "
-              f"{m['warm_all_stages']:.2f} s")
-        print(f"RATIO worker {s}: warm / cold = {m['warm'] / m['cold']:.3f}, warm(resume=false) / cold = "
-              f"{m['warm_all_stages'] / m['cold']:.3f} (target <= 0.12)")
-    if {"on", "off"} <= set(sides):
-        for k in ("cold", "warm", "warm_all_stages"):
-            saved = 1 - med["on"][k] / med["off"][k]
-            print(f"worker on vs off, {k}: CPU {med['on'][k]:.2f} vs {med['off'][k]:.2f} s "
-                  f"({saved:+.1%} saved by the worker; it stays only if >= 10% cold and >= 0 warm)")
+        folder = Path(tempfile.mkdtemp(prefix="bench-warm-"))
+        print(f"round {r + 1}: {folder}", flush=True)
+        try:
+            results.append(one(folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    m = {k: statistics.median(run[k][0] for run in results) for k in ("cold", "warm", "warm_all_stages")}
+    print(f"median CPU cold {m['cold']:.2f} s, warm {m['warm']:.2f} s, warm resume=false {m['warm_all_stages']:.2f} s")
+    print(f"RATIO warm / cold = {m['warm'] / m['cold']:.3f}, warm(resume=false) / cold = "
+          f"{m['warm_all_stages'] / m['cold']:.3f} (target <= 0.12)")
 
 
 if __name__ == "__main__":

