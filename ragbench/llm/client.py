@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragbench.budget import LEDGER
+from ragbench.cache.mode import CacheMode
 from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, LLMError
@@ -21,6 +22,7 @@ from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
+    LLMConnectionError,
     LLMReplyTooLargeError,
     LLMResponseError,
     classify,
@@ -189,14 +191,37 @@ class LLMClient:
     def preflight(self, *, kind: str = "chat") -> None:
         """One tiny request before the case loop, through the cache and the retries like any other,
         so an unreachable endpoint, a wrong key or an unknown model fails the job once, up front.
-        A cached preflight reply makes no request (a rerun served from the cache needs no server)."""
+        A cached preflight reply makes no request; a server named by ``api_base`` is then still checked
+        for a listening socket (no HTTP request, nothing billed), so a server that is down fails the job
+        before the ingest, not after it. ``cache.mode=read_only`` (a replay of cached answers) skips that
+        check: a rerun served from the cache needs no server."""
         try:
             if kind == "embedding":
                 self.embed(["ragbench preflight"])
             else:
-                self.complete([{"role": "user", "content": PREFLIGHT_PROMPT}], key_extra={PREFLIGHT: 1})
+                reply = self.complete([{"role": "user", "content": PREFLIGHT_PROMPT}], key_extra={PREFLIGHT: 1})
+                if reply.attempts == 0:
+                    self._check_listening()
         except LLMError as exc:
             raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
+
+    def _check_listening(self) -> None:
+        """Raises LLMConnectionError when nothing listens at ``api_base`` (unless the cache is read-only)."""
+        if not self.api_base or (self.cache is not None and self.cache.store.mode is CacheMode.READ_ONLY):
+            return
+        import socket
+        from urllib.parse import urlsplit
+
+        url = urlsplit(self.api_base)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        try:
+            with socket.create_connection((url.hostname or "localhost", port), timeout=min(self.timeout, 5.0)):
+                return
+        except OSError as exc:
+            raise LLMConnectionError(
+                f"{self._where()}: nothing answers at {url.hostname}:{port} ({exc}); "
+                f"fix: start the server (its earlier replies are cached, but the cases not yet answered need it), "
+                f"or replay the cache alone with cache.mode=read_only") from None
 
     # ------------------------------------------------------------------ internals
     def _request(self, messages: Sequence[Message], key_extra: Mapping[str, Any] | None) -> dict[str, Any]:
