@@ -26,6 +26,7 @@ from here before Hydra starts.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import signal
 import sys
@@ -134,8 +135,6 @@ INPUT_FILES = (("system", "path"), ("retrieval", "path"))
 
 def input_fingerprints(resolved: Mapping[str, Any]) -> dict[str, str]:
     """SHA-256 of each file named by an ``INPUT_FILES`` key of the resolved config (absent files: none)."""
-    import hashlib
-
     out: dict[str, str] = {}
     for group, key in INPUT_FILES:
         section = resolved.get(group)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -24,6 +26,9 @@ from ragbench.errors import ConfigError
 from ragbench.tracking.runs_table import AUTO, ranking_metric
 
 log = logging.getLogger(__name__)
+REPORT_KEY = "ragbench.report_key"  # what a sweep's report was computed from (see report_key)
+REPORT_FROM = "ragbench.report_copied_from"
+REPORT_FORMAT = 2  # bump when the report's content changes, so no older report is copied
 
 
 def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: str | None = None,
@@ -89,24 +94,15 @@ def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000,
     log.info("comparison report logged to the sweep run %s under compare/", parent_run_id)
 
 
-REPORT_KEY = "ragbench.report_key"  # what a sweep's report was computed from (see report_key)
-REPORT_FROM = "ragbench.report_copied_from"
-
-
 def report_key(found: Sequence[Any], resamples: int) -> str:
     """The identity of a sweep's report: each compared job's name and the run that ran it (a resumed job's
     copy names its origin in ``ragbench.reused_from``), the resamples and the report format. A rerun whose
     jobs all resumed has the key of the sweep it resumed from."""
-    import hashlib
-    import json
-
     from ragbench.tracking.case_record import REUSED_FROM
 
     jobs = sorted((r.info.run_name or "", r.data.tags.get(REUSED_FROM) or r.info.run_id) for r in found)
     return hashlib.sha256(json.dumps([REPORT_FORMAT, resamples, jobs]).encode()).hexdigest()
 
-
-REPORT_FORMAT = 2  # bump when the report's content changes, so no older report is copied
 
 
 def _earlier_report(tracker: Any, key: str, parent_run_id: str) -> str | None:
