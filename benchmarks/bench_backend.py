@@ -38,7 +38,7 @@ def overrides(backend: str) -> list[str]:
 def texts_of_sample(path: str | None) -> list[str]:
     from hydra import compose, initialize_config_module
 
-    from ragbench.app import build
+    from ragbench.build import build
 
     extra = [f"dataset.path={path}"] if path else []
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):

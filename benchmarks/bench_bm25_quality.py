@@ -95,7 +95,7 @@ def variants() -> dict[str, Callable[[], Any]]:
 
 
 def main() -> None:
-    from ragbench.app import build
+    from ragbench.build import build
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--path", default=None, help="a full LoCoMo folder (dataset.path); default: the bundled sample")

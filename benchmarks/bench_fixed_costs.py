@@ -7,7 +7,7 @@ The sweep is ``-m dataset=locomo retrieval=bm25 retrieval.topk=3,5,10 stages=ret
 folder (so a new MLflow store) against a stage cache warmed once beforehand, so what is left is mostly
 fixed cost. Each run is one ``python -m ragbench`` process with timers around:
 
-- store set-up: opening the tracking store (``_client_for``: creating/migrating or checking the sqlite
+- store set-up: opening the tracking store (``client_for``: creating/migrating or checking the sqlite
   store, the client), with MLflow's modules imported before the timer starts (import time is not
   something a job can save);
 - per-job logging: every ``MlflowTracker`` call a job makes (outermost calls only), and the number of
@@ -66,7 +66,7 @@ def wrap(owner, name, key, counter=None, nest=None):
 
 from ragbench.tracking import mlflow_tracker
 from ragbench.tracking.mlflow_tracker import MlflowTracker
-wrap(mlflow_tracker, "_client_for", "store_s")
+wrap(mlflow_tracker, "client_for", "store_s")
 for name in [n for n in vars(MlflowTracker) if not n.startswith("_") and callable(vars(MlflowTracker)[n])
              and n not in ("batched",)]:
     wrap(MlflowTracker, name, "tracker_s", nest="tracker")
@@ -78,7 +78,7 @@ wrap(ConfigLoaderImpl, "load_sweep_config", "compose_s")
 import ragbench.app
 wrap(ragbench.app, "run", None, counter="jobs")
 # the sweep's parent run (on_multirun_start/end) is not a job's cost: time it apart
-from ragbench.tracking import sweep
+from ragbench import sweep
 for name in ("on_multirun_start", "on_multirun_end"):
     original = getattr(sweep.MlflowSweepCallback, name)
     def parent(self, *a, _o=original, **k):

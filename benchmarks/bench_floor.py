@@ -36,7 +36,7 @@ def _floor(path: str | None, out: str) -> None:
     import numpy as np
     from hydra import compose, initialize_config_module
 
-    from ragbench.app import build
+    from ragbench.build import build
     from ragbench.evidence import EvidenceMatcher
     from ragbench.judge.retrieval import metric_ks, retrieval_scores
     from ragbench.retrieval.bm25 import top_hits

@@ -51,7 +51,7 @@ def work_alone() -> float:
     """Seconds of the sweep's real work, each piece run alone in this process."""
     from hydra import compose, initialize_config_module
 
-    from ragbench.app import build
+    from ragbench.build import build
     from ragbench.cache.store import StageCache
     from ragbench.pipeline import Pipeline
 

@@ -4,18 +4,13 @@ import os
 
 from omegaconf import OmegaConf
 
+from ragbench.scopes import default_scope
+
 __version__ = "0.1.0"
-
-
-def _default_scope(target: str | None) -> str:
-    from ragbench.retrieval.scope import default_scope
-
-    return default_scope(target)
-
 
 # `${default_scope:${oc.select:dataset._target_,null}}`: retrieval.scope follows the protocol the dataset
 # adapter declares (its class attribute default_scope).
-OmegaConf.register_new_resolver("default_scope", _default_scope, replace=True)
+OmegaConf.register_new_resolver("default_scope", default_scope, replace=True)
 
 # `${sweep_id:}` in hydra.sweep.dir: the sweeping process's id, resolved once and carried to launcher
 # workers with the config (like `${now:}`), so two sweeps started in the same second get their own folders.

@@ -30,10 +30,15 @@ from omegaconf import DictConfig  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _hydra_main(cfg: DictConfig) -> float | None:
-    """Runs one job (or each job of a ``-m`` sweep)."""
+    """Runs one job (or each job of a ``-m`` sweep). A RagbenchError that reaches here was reported in one
+    line by the job (a single run's failure, a store that cannot open): exit 1, without Hydra's traceback."""
     from ragbench.app import run
+    from ragbench.errors import RagbenchError
 
-    return run(cfg)
+    try:
+        return run(cfg)
+    except RagbenchError:
+        sys.exit(1)
 
 
 def check_command_line() -> None:
@@ -54,10 +59,10 @@ def check_command_line() -> None:
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
-    from ragbench import gc_tuning, lifecycle, redact
+    from ragbench import gc_tuning, interrupts, redact
 
     gc_tuning.for_batch_work()
-    lifecycle.install_signal_handlers()  # SIGINT, SIGTERM: unwind as Interrupted (ragbench.lifecycle)
+    interrupts.install()  # SIGINT, SIGTERM: stop at the next safe point (ragbench.interrupts)
     redact.register_environment()
     from ragbench.config_check import open_overrides
 
@@ -73,20 +78,64 @@ def main() -> None:
         leave(plan_main(rest, json_path))
         return
     check_command_line()
+    from ragbench.errors import Reported
     from ragbench.tracking.full_disk import DiskFull
 
     try:
         _hydra_main()
-    except KeyboardInterrupt as exc:  # each job's run ended KILLED on its way out (JobRun)
-        leave(lifecycle.interrupted(exc))
-    except DiskFull as exc:  # the first write that found no space: the job's run ended KILLED (JobRun)
-        leave(lifecycle.stopped_by_full_disk(exc))
+        interrupts.check()  # a signal after the last safe point: the work is done, the exit code says it came
+    except KeyboardInterrupt as exc:  # each job's run ended KILLED on its way out (ragbench.job)
+        leave(interrupted(exc))
+    except DiskFull as exc:  # the first write that found no space: the job's run ended KILLED (ragbench.job)
+        leave(stopped_by_full_disk(exc))
+    except Reported as exc:  # failed jobs, a spent budget: said in one line already
+        leave(exc.code)
     except SystemExit as exc:
         leave(exc.code)
     except BrokenPipeError:  # `python -m ragbench --help | head`: the reader left, as Python's docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         leave(1)
     leave(0)
+
+
+INTERRUPTED = "interrupted; rerun the same command to resume"
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """After an interrupt reached the top: the sweep's parent run ends KILLED (each job's run already did),
+    one line is printed; returns the exit code, 128 + the signal number."""
+    import signal
+
+    from ragbench import interrupts
+
+    interrupts.ignore()  # a second signal must not cut the closing short
+    sweep = sys.modules.get("ragbench.sweep")
+    if sweep is not None:
+        sweep.close_open_parents("KILLED")
+    print(INTERRUPTED, file=sys.stderr)
+    return 128 + int(getattr(exc, "signum", signal.SIGINT))
+
+
+def stopped_by_full_disk(full: BaseException) -> int:
+    """After a write failed for want of space: the sweep's parents still open end KILLED where the store takes
+    it; the one line names the disk, the free space, the runs and the fix; returns the exit code, 1."""
+    from ragbench import interrupts
+    from ragbench.tracking.full_disk import DiskFull
+
+    assert isinstance(full, DiskFull)
+    interrupts.ignore()  # a signal must not cut the closing short
+    sweep = sys.modules.get("ragbench.sweep")
+    for _ in range(100):  # each parent that the store refuses to close raises once; the others are closed
+        if sweep is None:
+            break
+        try:
+            sweep.close_open_parents("KILLED")
+            break
+        except DiskFull as again:
+            if again.run_id is not None:
+                full.left.append(again.run_id)
+    print(f"ragbench: {full.line()}", file=sys.stderr)
+    return 1
 
 
 def leave(code: int | str | None) -> None:
@@ -112,7 +161,7 @@ def cli() -> None:
     """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, ``ragbench ui`` shows them,
     anything else runs jobs."""
     if sys.argv[1:2] == ["compare"]:
-        from ragbench.compare.__main__ import main as compare_main
+        from ragbench.compare.cli import main as compare_main
 
         leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
         return

@@ -1,4 +1,5 @@
-"""One job: instantiate components from the config, run the pipeline, log to MLflow, close the run."""
+"""One job: its components from the config (``ragbench.build``), the pipeline, its record and run
+(``ragbench.job``)."""
 
 from __future__ import annotations
 
@@ -6,88 +7,34 @@ import logging
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, cast
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ragbench import redact
 from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
-from ragbench.cache.replies import reply_store
-from ragbench.cache.store import StageCache
+from ragbench.build import build, instantiate_node
 from ragbench.components import Components, JobResult
-from ragbench.config_check import check_config
-from ragbench.errors import ConfigError, RagbenchError
-from ragbench.judge.build import build_judges
-from ragbench.judge.scorers import CONFIG_KEY as SCORERS_KEY
-from ragbench.judge.scorers import build_scorers
-from ragbench.lifecycle import JobRun, JobStopped, objective
-from ragbench.outcome import check, max_failure_rate, preflight
+from ragbench.errors import JobStopped, RagbenchError
+from ragbench.job import Job
+from ragbench.outcome import check, max_failure_rate, objective, preflight
 from ragbench.pipeline import Pipeline
 from ragbench.plan.rates import record_rates
-from ragbench.query.options import query_options
+from ragbench.record import case_record
 from ragbench.retrieval.baselines import baseline_of
-from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
-from ragbench.retrieval.scope import check_scope, declared_scope
 from ragbench.stages import answer_stages, builds_llm
+from ragbench.sweep import parent_run_id
 from ragbench.systems.components import system_metrics
 from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
-from ragbench.tracking.sweep import parent_run_id
 
 log = logging.getLogger("ragbench")
 LOG_EVERY_S = 30.0
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines list missing CPU variants
-
-
-def _instantiate(node: Any, **kwargs: Any) -> Any:
-    """``hydra.utils.instantiate`` that surfaces a component's own RagbenchError, not Hydra's wrapper."""
-    try:
-        return instantiate(node, **kwargs)
-    except RagbenchError:
-        raise
-    except Exception as exc:
-        cause = exc.__cause__
-        if isinstance(cause, RagbenchError):
-            raise cause from None
-        raise ConfigError(f"cannot build a component from the config: {exc}") from exc
-
-
-def build(cfg: DictConfig) -> tuple[Components, StageCache]:
-    """Instantiates every component named by ``_target_``; nothing heavy loads here."""
-    check_config(cfg)  # unknown group keys, out-of-range numbers: before MLflow or any model
-    cache = _instantiate(cfg.cache)
-    with reply_store(cache):  # LLM clients built here keep their replies in the job's store
-        return _components(cfg), cache
-
-
-def _components(cfg: DictConfig) -> Components:
-    rr = cfg.reranker
-    llm = builds_llm(cfg)  # stages=retrieval: no generator, no judge (ragbench.stages)
-    dataset = _instantiate(cfg.dataset)
-    # the protocol is the dataset's: a retrieval config without `scope` (a user's minimal one) searches as
-    # the adapter declares, never silently the whole corpus
-    scope = cfg.retrieval.get("scope") or declared_scope(dataset, f"dataset._target_={cfg.dataset.get('_target_')}")
-    return Components(
-        dataset=dataset,
-        chunker=_instantiate(cfg.chunker),
-        embedder=_instantiate(cfg.embedder) if cfg.get("embedder") else None,
-        retriever=_instantiate(cfg.retrieval.retriever),
-        topk=int(cfg.retrieval.topk),
-        rerankers=[_instantiate(node) for node in (rr.get("rerankers") or {}).values()],
-        candidates=int(rr.get("candidates") or 0),
-        expander=_instantiate(cfg.expander),
-        generator=_instantiate(cfg.llm) if llm else None,
-        judges=build_judges(cfg.judge, _instantiate) if llm else {},
-        scope=check_scope(str(scope)),
-        search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
-        parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
-        retrieval_scorers=build_scorers(OmegaConf.select(cfg, SCORERS_KEY, default=None), _instantiate),
-        **query_options(cfg, _instantiate),
-    )
 
 
 class _CaseProgress:
@@ -129,7 +76,7 @@ def _job_name() -> tuple[str, str | None, bool]:
 
 def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None. The run's life (resume,
-    start, log, end on every exit path) is ``ragbench.lifecycle.JobRun``'s."""
+    start, record, end on every exit path) is ``ragbench.job.Job``'s."""
     name, parent, multirun = _job_name()
     if LEDGER.stopped is not None and LEDGER.budget.scope == "sweep":  # the sweep's budget is spent
         log.error("not started: %s", LEDGER.stopped)
@@ -143,24 +90,29 @@ def run(cfg: DictConfig) -> float | None:
     except RagbenchError as exc:
         if not multirun:
             log.error("%s", exc)
-            sys.exit(1)
+            raise
         built = exc  # in a sweep the failed job is still recorded as a FAILED run
 
-    def work(job: JobRun, components: Components) -> Mapping[str, float]:
+    def work(job: Job, components: Components) -> Mapping[str, float]:
         LEDGER.start_job(budget)
         before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
         components = answer_stages(components)  # a dataset without gold answers (BEIR): retrieval only, said
         preflight(components)  # a component that cannot load fails the job here, once, not every case
-        pipeline = Pipeline(components, cache=cache, progress=_CaseProgress())
+        writer = job.writer
+        assert writer is not None
+        pipeline = Pipeline(components, cache=cache, progress=_CaseProgress(), on_case=lambda case, lookup: writer.case(
+            case_record(case, lookup.tree, lookup.evidence.get(case.query.qid), dataset=lookup.dataset,
+                        topk=components.topk, coverage=lookup.coverage.get(case.query.qid))))
         result: JobResult = pipeline.run()
         no_gold = builds_llm(cfg) and pipeline.c.generator is None  # ran as stages=retrieval (answer_stages)
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
         result.metrics.update(system_metrics(components.retriever))  # type: ignore[attr-defined]
         stopped = budget_stop(result.cases)
         baseline = baseline_of(components.retriever)
-        job.log_result(result, topk=components.topk, extra_tags={
+        job.finished(result, topk=components.topk, extra_tags={
             **({"ragbench.stopped_by_budget": stopped} if stopped else {}),
             **({"ragbench.baseline": str(baseline)} if baseline else {}),
+            **({"ragbench.llm_batches": ",".join(pipeline.batch_ids)} if pipeline.batch_ids else {}),
             **({"ragbench.stages": "retrieval (no gold answers)"} if no_gold else {}),
             **{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
             **embedder_dim_tag(dict(result.counts))})
@@ -173,5 +125,6 @@ def run(cfg: DictConfig) -> float | None:
                              "skipped; fix: raise the budget and rerun (cached work is reused)")
         return result.metrics
 
-    tracker: MlflowTracker = _instantiate(cfg.tracking)
-    return JobRun(cfg, tracker, name=name, parent=parent, multirun=multirun).run(work, built)
+    tracker: MlflowTracker = instantiate_node(cfg.tracking)
+    folder = Path(HydraConfig.get().runtime.output_dir) / "record"  # the job's record (ragbench.record)
+    return Job(cfg, tracker, name=name, parent=parent, multirun=multirun, folder=folder).run(work, built)

@@ -22,11 +22,50 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragbench.errors import BudgetExhaustedError, ConfigError
+from ragbench.metric_info import MetricInfo
 from ragbench.types import CaseResult, Usage
 
 # metric names of the roles; any other role a client names is accounted under its own name (ROLE_NAME)
 ROLES = {"llm": "generation", "judge": "judge", "embedder": "embedding", "query.transform.client": "query"}
 FIELDS = ("calls", "prompt_tokens", "completion_tokens", "usd")
+
+_ROLE = "of one role (generation, judge, embedding, query, or the role's own name)"
+_SPENT = "the ledger's difference over the job (the provider's usage; litellm's cost map for US dollars)"
+_ALL = "summed over every role"
+
+
+def _amount(definition: str, computed: str = _SPENT) -> MetricInfo:
+    return MetricInfo(definition, "ragbench.budget ledger", higher_is_better=False, kind="diagnostic",
+                      job_level=computed)
+
+
+# accounting_metrics' keys: spent (requests sent) and saved (served by a cache) per role, and their totals
+METRICS = {
+    "llm/<name>_calls": _amount(f"requests sent {_ROLE}"),
+    "tokens/<name>_prompt": _amount(f"prompt tokens spent {_ROLE}"),
+    "tokens/<name>_completion": _amount(f"completion tokens spent {_ROLE}"),
+    "tokens/<name>_total": _amount(f"prompt + completion tokens spent {_ROLE}"),
+    "cost/<name>_usd": _amount(f"US dollars spent {_ROLE}"),
+    "saved/<name>_calls": MetricInfo(f"requests a cache served instead {_ROLE}", "ragbench.budget ledger",
+                                     kind="diagnostic", job_level=_SPENT),
+    "saved/<name>_tokens": MetricInfo(f"tokens a cache saved {_ROLE}", "ragbench.budget ledger",
+                                      kind="diagnostic", job_level=_SPENT),
+    "saved/<name>_usd": MetricInfo(f"US dollars a cache saved {_ROLE}", "ragbench.budget ledger",
+                                   kind="diagnostic", job_level=_SPENT),
+    "tokens/prompt_total": _amount("prompt tokens spent on generation (the historical name of "
+                                   "tokens/generation_prompt; a cached answer's tokens are saved, not spent)"),
+    "tokens/completion_total": _amount("completion tokens spent on generation (the historical name of "
+                                       "tokens/generation_completion)"),
+    "llm/calls_total": _amount("requests sent", f"{_SPENT}, {_ALL}"),
+    "tokens/total": _amount("tokens spent", f"{_SPENT}, {_ALL}"),
+    "cost/usd_total": _amount("US dollars spent", f"{_SPENT}, {_ALL}"),
+    "saved/calls_total": MetricInfo("requests caches served", "ragbench.budget ledger", kind="diagnostic",
+                                    job_level=f"{_SPENT}, {_ALL}"),
+    "saved/tokens_total": MetricInfo("tokens caches saved", "ragbench.budget ledger", kind="diagnostic",
+                                     job_level=f"{_SPENT}, {_ALL}"),
+    "saved/usd_total": MetricInfo("US dollars caches saved", "ragbench.budget ledger", kind="diagnostic",
+                                  job_level=f"{_SPENT}, {_ALL}"),
+}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from ragbench.judge.context import context_refs, context_scores, openviking_evid
 from ragbench.judge.document import case_document_scores
 from ragbench.judge.retrieval import doc_recall_scores, retrieval_scores
 from ragbench.judge.scorers import scorer_scores
+from ragbench.llm.batch import Deferred
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import ExplainingJudge, Judge, QueryExpander
 from ragbench.rerank.fallback import rerank_or_keep
@@ -43,6 +44,7 @@ class JobLookup:
     vectors: np.ndarray | None = None
     row_of: Mapping[str, int] = field(default_factory=dict)
     coverage: Mapping[str, Coverage] = field(default_factory=dict)  # per qid (evidence.Coverage), when kept
+    dataset: str = ""  # the evaluation set's name (its case records name it)
 
 
 class CaseRunner:
@@ -52,6 +54,9 @@ class CaseRunner:
         self.c = components
         self.cache = cache
         self.halted: str | None = None  # an endpoint breaker's message: later cases are not run
+        # llm.batch: per qid, the answer and verdicts a case made before it was deferred to a later batch
+        # round (ragbench.llm.batch): the next round takes them as made, not as cache hits
+        self.carried: dict[str, dict[str, Any]] = {}
         # retrieval=oracle: every gold unit is a context, whatever top-k (a Protocol isinstance: once, not per case)
         self.oracle = baseline_of(components.retriever) == "oracle"
 
@@ -80,6 +85,7 @@ class CaseRunner:
         answer: Answer | None = None
         judge_notes: dict[str, Any] = {}  # per judge: rubric and reasoning per metric, for the case record
         final = hits
+        carry = self.carried.pop(query.qid, {}) if self.carried else {}
         gold = relevant_searchable(tree, emap) if (c.trace and emap.matched) else {}
         trace: dict[str, Any] = {}
         if c.trace:  # child retrievers' and variants' rankings (ragbench.trace.branch_stages), then retrieval
@@ -130,13 +136,16 @@ class CaseRunner:
                                   latency=latency)
             t = time.perf_counter()
             answer_key = keys.answer_key(c.generator.identity, query, contexts)
-            answer = self.cache.get_record("answers", answer_key, parse=answer_from)
-            if answer is not None:
-                LEDGER.save("llm", answer.usage)  # served by the stage cache: saved, never spent
-            else:
-                answer = c.generator.answer(query, contexts)
-                self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
-                                                              "qid": query.qid}, answer_record(answer))
+            answer = carry.get(f"answer:{answer_key}")  # made in an earlier batch round of this case
+            if answer is None:
+                answer = self.cache.get_record("answers", answer_key, parse=answer_from)
+                if answer is not None:
+                    LEDGER.save("llm", answer.usage)  # served by the stage cache: saved, never spent
+                else:
+                    answer = c.generator.answer(query, contexts)
+                    self.cache.put_record("answers", answer_key, {"generator": c.generator.identity,
+                                                                  "qid": query.qid}, answer_record(answer))
+                    carry[f"answer:{answer_key}"] = answer
             latency["generate"] = time.perf_counter() - t
             if answer.citations and emap.matched:
                 cited = [n for n in answer.citations if 1 <= n <= len(contexts)]
@@ -145,10 +154,19 @@ class CaseRunner:
                         context_has_evidence(tree, emap, contexts[n - 1]) for n in cited
                     ) / len(cited)
             t = time.perf_counter()
+            deferred: Deferred | None = None
             for name, judge in c.judges.items():
-                scores.update(self.verdict(judge, query, contexts, answer, answer_key,
-                                           notes=judge_notes.setdefault(name, {})))
+                try:
+                    scores.update(self.verdict(judge, query, contexts, answer, answer_key,
+                                               notes=judge_notes.setdefault(name, {}), carry=carry))
+                except Deferred as exc:  # batch rounds: the other judges' requests join the same batch
+                    deferred = exc
+            if deferred is not None:
+                raise deferred
             latency["judge"] = time.perf_counter() - t
+        except Deferred:  # batch rounds: run again once the batch is in, with what it made so far
+            self.carried[query.qid] = carry
+            raise
         except BudgetExhaustedError as exc:  # no request was sent: the case is skipped, not failed
             return CaseResult(query=query, hits=tuple(final), contexts=contexts, answer=None, scores=scores,
                               status="skipped", error_type=type(exc).__name__, error=str(exc)[:500], latency=latency)
@@ -168,14 +186,20 @@ class CaseRunner:
                           latency=latency, judge_notes=judge_notes, trace=trace)
 
     def verdict(self, judge: Judge, query: Query, contexts: Sequence[Context], answer: Answer,
-                answer_key: str, notes: dict[str, Any] | None = None) -> dict[str, float]:
+                answer_key: str, notes: dict[str, Any] | None = None,
+                carry: dict[str, Any] | None = None) -> dict[str, float]:
         """A judge's scores; model judges (``ExplainingJudge``: an ``identity`` and ``judge_notes``) are
-        cached per case, with the rubric names and reasoning they explain put into ``notes``."""
+        cached per case, with the rubric names and reasoning they explain put into ``notes``. ``carry``:
+        verdicts made in an earlier batch round of this case (taken as made), and where this one goes."""
         notes = {} if notes is None else notes
         if not isinstance(judge, ExplainingJudge):
             return judge.judge(query, contexts, answer)
         identity = judge.identity
         key = keys.verdict_key(identity, answer_key, answer, query)
+        made = (carry or {}).get(f"verdict:{key}")
+        if made is not None:
+            notes.update(made[1])
+            return dict(made[0])
         cached = self.cache.get_record("verdicts", key, parse=verdict_with_notes)
         if cached is not None:
             notes.update(cached[1])
@@ -184,6 +208,8 @@ class CaseRunner:
                                        cost_usd=float(cached[0].get("judge/cost_usd", 0.0)), cached=True))
             return cached[0]
         scores, explained = judge.judge_notes(query, contexts, answer)
+        if carry is not None:
+            carry[f"verdict:{key}"] = (scores, explained)
         notes.update(explained)
         if not any(k.endswith("judge_failed") and v for k, v in scores.items()):
             self.cache.put_record("verdicts", key, {"judge": identity, "qid": query.qid},

@@ -20,7 +20,7 @@ import difflib
 import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -186,6 +186,32 @@ def check_config(cfg: DictConfig) -> None:
     dataset = resolved.get("dataset")
     if isinstance(dataset, dict):
         check_dataset_path(str(dataset.get("name") or "dataset"), dataset.get("path"))
+    check_shard(cast(dict[str, Any], resolved))
+
+
+def check_shard(resolved: Mapping[str, Any]) -> None:
+    """``embedder.shard`` and ``stages=encode`` go together (``ragbench.embed.shard``): one line each otherwise."""
+    from ragbench.embed.shard import KEY, parse_shard
+
+    embedder, retrieval = resolved.get("embedder"), resolved.get("retrieval")
+    shard = parse_shard(embedder.get("shard") if isinstance(embedder, Mapping) else None)
+    encode = str(resolved.get("stages") or "all") == "encode"
+    if shard is not None and not encode:
+        raise ConfigError(f"{KEY}={shard.label} encodes one slice of the corpus vectors and searches nothing; "
+                          f"fix: add stages=encode (then search in a job without {KEY})")
+    if encode and (not isinstance(embedder, Mapping) or not embedder):
+        raise ConfigError("stages=encode needs an embedder; fix: set embedder=minilm (or another)")
+    if encode and shard is None:
+        raise ConfigError(f"stages=encode encodes the corpus vectors of {KEY}=i/n and stops; fix: add {KEY}=0/1 "
+                          f"(the whole corpus), or {KEY}=0/4,1/4,2/4,3/4 in a -m sweep (one job per shard)")
+    cache = resolved.get("cache")
+    mode = cache.get("mode") if isinstance(cache, Mapping) else None
+    if encode and mode in ("off", "read_only"):
+        raise ConfigError(f"stages=encode stores its shard in the stage cache, which cache.mode={mode} does not write; "
+                          "fix: cache.mode=read_write (or refresh), with a cache.dir every node shares")
+    if encode and isinstance(retrieval, Mapping) and retrieval.get("parent_vectors") == "mean":
+        raise ConfigError(f"{KEY} cannot split retrieval.parent_vectors=mean: a parent's vector pools its children's "
+                          "in one pass; fix: use retrieval.parent_vectors=none or direct, or drop stages=encode")
 
 
 # ---- before composition ---------------------------------------------------------------------------
@@ -211,7 +237,8 @@ def _walk(path: list[str], node: Any, done: list[str], chosen: str = "") -> None
 # keys that moved to another group: their old spelling names the new one
 MOVED = {"embedder.parent_vectors": "retrieval.parent_vectors"}
 # keys whose feature was removed: why, and nothing replaces them
-REMOVED = {"embedder.worker": "the encoder worker (it cost CPU and saved none)"}
+REMOVED = {"embedder.worker": "the encoder worker (it cost CPU and saved none)",
+           "tracking.background_artifacts": "the forked case-file writer (the job's record is written as it goes)"}
 
 
 def _moved(key: str) -> None:

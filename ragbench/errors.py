@@ -76,3 +76,18 @@ class JobFailedError(RagbenchError):
 
 class BudgetExhaustedError(RagbenchError):
     """budget.max_usd / max_calls / max_minutes reached: no further LLM request is sent (ragbench.budget)."""
+
+
+class JobStopped(RagbenchError):
+    """The budget stopped the job part way: its run ends KILLED, so a rerun with a larger budget runs it
+    again (from the cache)."""
+
+
+class Reported(BaseException):
+    """An outcome already reported in one line (failed jobs of a sweep, a spent budget, a store that cannot
+    open): ``__main__`` exits with ``code``. Not an ``Exception``, so it passes Hydra's guard, which turns a
+    callback's exceptions into warnings."""
+
+    def __init__(self, code: int = 1) -> None:
+        super().__init__(code)
+        self.code = code

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ragbench.metric_info import MetricInfo
 from ragbench.text import normalize, normalize_joined, split_tokens, tokens
 from ragbench.types import ChunkTree, Context, Evidence, Hit, Level, Query
 
@@ -288,6 +289,20 @@ def context_has_evidence(tree: ChunkTree, emap: EvidenceMap, context: Context,
     """True when the context (its kept parts, or its whole chunk) covers any matched evidence item
     (for citation hit rate)."""
     return (coverage or Coverage(tree, emap)).any_of(context.part_ids or (context.chunk_id,))
+
+
+_ITEMS = "evidence items of the job's questions"
+# match_stats' keys: the job's evidence items by how they matched the corpus
+METRICS = {
+    "evidence/items": MetricInfo(_ITEMS, "ragbench", kind="diagnostic", job_level="a count", unit="count"),
+    "evidence/matched_<name>": MetricInfo(
+        _ITEMS + " matched by dataset id (id), exact normalised substring (exact) or soft token coverage (soft)",
+        "ragbench (after OpenViking's exact + soft matching)", kind="diagnostic", job_level="a count",
+        unit="count"),
+    "evidence/unmatched": MetricInfo(_ITEMS + " that match no chunk text (their questions have no retrieval "
+                                     "scores)", "ragbench", higher_is_better=False, kind="diagnostic",
+                                     job_level="a count", unit="count"),
+}
 
 
 def match_stats(maps: Mapping[str, EvidenceMap]) -> dict[str, int]:

@@ -9,7 +9,7 @@ the job did or met: latencies, cache hits, evidence matching, counts, timings; n
                 the questions retrieval is scored on (counts/retrieval_scored, counts/retrieval_excluded/*)
     logged      what the tracker adds: counts/*, dataset/*, time/*_s and the fixed-name top-k views
 
-``Pipeline.run`` puts ``cases`` + ``stages`` into ``JobResult.metrics``; ``ragbench.tracking.job_log``
+``Pipeline.run`` puts ``cases`` + ``stages`` into ``JobResult.metrics``; ``ragbench.record``
 logs ``job_metrics(result, topk)``, which adds ``logged``.
 """
 
@@ -19,13 +19,14 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ragbench.components import JobResult
 from ragbench.evidence import EvidenceMap, match_stats
-from ragbench.judge.aggregate import aggregate, is_score, metric_name, percentile_ms, score_keys
+from ragbench.judge.aggregate import aggregate, is_score, metric_info, metric_name, percentile_ms, score_keys
 from ragbench.judge.retrieval import MRR_DEPTH, MRR_KEY
+from ragbench.metric_info import MetricInfo
 from ragbench.protocols import Judge
 from ragbench.rerank.fallback import fallback_count
 from ragbench.trace import trace_counts
@@ -151,6 +152,59 @@ HEADLINE = {
     "headline/context_evidence_recall": "context/evidence_text_recall", "headline/answer_f1": "answer/f1",
     "headline/answer_em": "answer/em", "headline/judge_accuracy": "judge/accuracy",
     "headline/failure_rate": "cases/failure_rate",
+}
+_COUNT, _SRC = "a count", "ragbench"
+
+
+def _diagnostic(definition: str, job_level: str, *, lower: bool = False, unit: str = "") -> MetricInfo:
+    return MetricInfo(definition, _SRC, higher_is_better=not lower, kind="diagnostic", job_level=job_level,
+                      unit=unit)
+
+
+def _copy(src: str) -> MetricInfo:
+    """A fixed-name copy's declaration: its source's, without the source's sweep-table roles."""
+    info = metric_info(src)
+    return replace(info, definition=f"{src} under a fixed name: {info.definition}", columns=(), ranks=())
+
+
+# the keys the stages and the tracker add (stage_metrics, retrieval_exclusions, logged_metrics)
+METRICS: dict[str, MetricInfo] = {
+    "latency/search_mean_ms": _diagnostic("batched search time per query (embedding the queries included); absent "
+                                          "when the hits came from the cache", "stage time / queries", lower=True),
+    "latency/model_load_ms": _diagnostic("one-off model loading, kept apart from the stage times",
+                                         "the stage timer", lower=True),
+    "latency/search_single_p50_ms": _diagnostic("one query searched alone (the batch search's time per query "
+                                                "hides it)", "the 50th percentile of the timed single searches",
+                                                lower=True),
+    "latency/search_single_p95_ms": _diagnostic("one query searched alone", "the 95th percentile of the timed "
+                                                "single searches", lower=True),
+    "ingest/embedded_texts": _diagnostic("texts the job embedded (0 when the index came from the cache)", _COUNT,
+                                         unit="count"),
+    "ingest/model_loaded": _diagnostic("1 when the job loaded the embedding model", "1 or 0"),
+    "retrieval/scope_corpus_fallbacks": _diagnostic(
+        "questions naming no document, which searched the whole corpus under retrieval.scope=document", _COUNT,
+        unit="count"),
+    "rerank/fallbacks": _diagnostic("cases a reranker could not score: they kept the fused order", _COUNT,
+                                    lower=True, unit="count"),
+    "query/transform_failures": _diagnostic("queries whose LLM transform failed (the question was searched as "
+                                            "written)", _COUNT, lower=True, unit="count"),
+    "counts/retrieval_scored": _diagnostic("questions every retrieval/* figure averages over (= "
+                                           "retrieval/queries_scored)", _COUNT, unit="count"),
+    "counts/retrieval_excluded/<name>": _diagnostic(
+        "questions out of every retrieval/* mean, by their first reason: unanswerable, no_evidence, "
+        "evidence_not_found, not_run", _COUNT, unit="count"),
+    "counts/<name>": _diagnostic("the job's sizes (documents, chunks, searchable_chunks, queries, failed_cases, "
+                                 "embedded_texts, embedding_dim)", _COUNT, unit="count"),
+    "dataset/queries_by_type/<name>": _diagnostic("questions of each type in the evaluation set", _COUNT,
+                                                  unit="count"),
+    "dataset/<name>": _diagnostic("the dataset adapter's statistics (rows read, dropped, evidence found...)",
+                                  "as the adapter counts", unit="count"),
+    "time/<name>_s": _diagnostic("wall time of a stage (load, chunk, embed, index, search, cases...), seconds",
+                                 "the stage timer", lower=True),
+    "retrieval/<name>_at_k_curve": _diagnostic("retrieval/<m>_at_k at every reported cut-off, with k as the step "
+                                               "(a line chart)", "copies of retrieval/<m>_at_<k>"),
+    # headline/*: a compact set of figures under fixed names, each its source's declaration
+    **{name: _copy(src) for name, src in HEADLINE.items()},
 }
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragbench.errors import JobFailedError
-from ragbench.judge.aggregate import score_keys
+from ragbench.errors import ConfigError, JobFailedError
+from ragbench.judge.aggregate import is_score, score_keys
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import Judge, Preflight
 from ragbench.types import CaseResult
 from ragbench.validate import real
 
 if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
     from ragbench.components import Components
 
 # More than half the cases failed: the end-to-end figures are then mostly the zeros of failed cases,
@@ -42,8 +44,10 @@ def preflight(components: Components) -> None:
 
 
 def zero_scores(judges: Iterable[Judge]) -> dict[str, float]:
-    """The end-to-end figures of a job that stopped before scoring any case: 0 for every declared key."""
-    return {key: 0.0 for key in score_keys(judges)}
+    """The end-to-end figures of a job that stopped before scoring any case: 0 for every key the judges name
+    whose declaration is a score (a failed case counts 0). A diagnostic a judge also names
+    (``judge/claims/hallucination``, lower is better) has no value without a case, as ``aggregate`` leaves it."""
+    return {key: 0.0 for key in score_keys(judges) if is_score(key)}
 
 
 def check(cases: Sequence[CaseResult], limit: float) -> None:
@@ -62,3 +66,17 @@ def check(cases: Sequence[CaseResult], limit: float) -> None:
             f"{first.query.qid}: {first.error_type}: {' '.join((first.error or '').split())[:200]}; "
             f"fix: see the errors in cases.jsonl, or raise max_failure_rate (1 keeps every job)"
         )
+
+
+def objective(cfg: DictConfig, metrics: Mapping[str, float], *, failed: bool = False) -> float | None:
+    """The metric a search sweeper maximises: NaN for a failed job (a failed trial, never a score)."""
+    name = cfg.get("objective")
+    if not name:
+        return None
+    if failed:
+        return float("nan")
+    if name not in metrics:
+        close = sorted(k for k in metrics if k.split("/")[-1] == str(name).split("/")[-1])[:5]
+        hint = ", ".join(close) or "answer/f1, retrieval/mrr_at_10, retrieval/hit_at_5"
+        raise ConfigError(f"objective={name!r} is not a metric of this job; use a logged metric key, e.g. {hint}")
+    return float(metrics[name])

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ragbench import interrupts
 from ragbench.cache import keys
 from ragbench.cache.entries import (
     check_index,
@@ -29,10 +30,13 @@ from ragbench.cache.entries import (
 from ragbench.cache.store import StageCache, make_key
 from ragbench.cases import CaseRunner, JobLookup
 from ragbench.components import Components, JobResult
+from ragbench.embed import shard_entries
+from ragbench.embed.shard import EncodeShard, shard_of
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import Coverage, EvidenceMatcher
 from ragbench.job_metrics import Produced, assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
+from ragbench.llm.batch import job_batching, run_rounds
 from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder, OutsideRetriever
 from ragbench.query.plan import plan_queries
 from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
@@ -41,10 +45,11 @@ from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.run_file import QueryBoundRetriever
-from ragbench.retrieval.scope import DocumentScope, check_scope
+from ragbench.retrieval.scope import DocumentScope
 from ragbench.retrieval.vectors import SPILL_ROWS, encode_to_file
 from ragbench.reuse import LAST
 from ragbench.routing import max_topk
+from ragbench.scopes import check_scope
 from ragbench.stages import answer_stages
 from ragbench.trace import branch_stages, child_rankings
 from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
@@ -52,23 +57,27 @@ from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
+CaseSink = Callable[[CaseResult, JobLookup], None]  # each case as it finishes (the job's record)
 
 
 class Pipeline:
     """Runs one job's stages in order, times them, and reuses what the stage cache holds."""
 
     def __init__(self, components: Components, *, cache: StageCache | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, on_case: CaseSink | None = None) -> None:
         if components.topk < 1:
             raise ConfigError(f"retrieval.topk must be >= 1, got {components.topk}")
         self.c = components
         self.cache = cache or StageCache(mode="off")
         self.progress = progress or (lambda stage, done, total: None)
+        self.on_case = on_case or (lambda case, lookup: None)
         self.timings: dict[str, float] = {}
         self.embedded_texts = 0
+        self.batch_ids: list[str] = []  # llm.batch: the provider batches that answered this job's cases
 
     def _timed(self, stage: str, fn: Callable[[], Any]) -> Any:
         """Adds the stage's time, less any one-off model loading inside it (timed as ``model_load``)."""
+        interrupts.check()  # a safe point: between stages
         start = time.perf_counter()
         loading = self.timings.get("model_load", 0.0)
         try:
@@ -91,15 +100,20 @@ class Pipeline:
         vecs = emb.embed_queries(distinct) if queries else emb.embed_documents(distinct)
         return vecs if len(distinct) == len(texts) else vecs[rows]
 
-    def _vectors(self, chunks_key: str, tree: ChunkTree, ids: list[str], texts: list[str]) -> np.ndarray:
-        """Corpus vectors, from the cache when this corpus was embedded by this embedder before."""
+    def _index_entry(self, chunks_key: str, ids: list[str]) -> tuple[str, dict[str, Any]]:
+        """The corpus vectors' cache key and the settings its manifest must hold."""
         emb = self.c.embedder
         assert emb is not None
+        identity = vectors_identity(emb, self.c.parent_vectors)
+        return keys.index_key(chunks_key, identity), {
+            "embedder": identity, "chunks_key": chunks_key, "count": len(ids),
+            "parent_vectors": self.c.parent_vectors, "libraries": library_versions()}
+
+    def _vectors(self, chunks_key: str, tree: ChunkTree, ids: list[str], texts: list[str]) -> np.ndarray:
+        """Corpus vectors, from the cache when this corpus was embedded by this embedder before (or encoded
+        in shards by ``stages=encode`` jobs: assembled, nothing encoded)."""
         parents = self.c.parent_vectors
-        identity = vectors_identity(emb, parents)
-        expected = {"embedder": identity, "chunks_key": chunks_key, "count": len(ids),
-                    "parent_vectors": parents, "libraries": library_versions()}
-        key = keys.index_key(chunks_key, identity)
+        key, expected = self._index_entry(chunks_key, ids)
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -110,8 +124,12 @@ class Pipeline:
             return vecs
 
         def build() -> tuple[list[str], np.ndarray]:
+            spill = self.cache.dir / "index" if self.cache.writes else None
+            assembled = None if parents == "mean" else self._timed("embed", lambda: shard_entries.assemble(
+                self.cache, index_key=key, expected=expected, ids=ids, spill_rows=SPILL_ROWS, spill=spill))
+            if assembled is not None:
+                return ids, assembled
             if parents != "mean" and len(texts) > SPILL_ROWS:  # written to disk block by block, memory-mapped
-                spill = self.cache.dir / "index" if self.cache.writes else None
                 return ids, self._timed("embed", lambda: encode_to_file(
                     lambda part: self._embed(list(part), queries=False), texts, spill, block=SPILL_ROWS))
             if parents != "mean":
@@ -164,6 +182,9 @@ class Pipeline:
         reranker_vectors = any(r.needs_vectors for r in c.rerankers)
         if (retriever_vectors or reranker_vectors) and c.embedder is None:
             raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
+        shard = shard_of(c.embedder)
+        if shard is not None:  # stages=encode: one slice of the corpus vectors into the cache, nothing searched
+            return self._encode_shard(shard, evalset, tree, chunks_key, ids, texts)
         queries = list(evalset.queries)
         if isinstance(c.retriever, QueryBoundRetriever):  # retrieval=run_file: its rankings are keyed by question id
             c.retriever.bind(queries)
@@ -243,7 +264,8 @@ class Pipeline:
                             lambda: {qid: Coverage(tree, m) for qid, m in emaps.items()})
 
         cases_runner = CaseRunner(self.c, self.cache)
-        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of, coverage=coverage)
+        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of, coverage=coverage,
+                           dataset=evalset.name)
 
         def one(i: int) -> CaseResult:
             return cases_runner.run(queries[i], hits_all[i], lookup,
@@ -256,12 +278,23 @@ class Pipeline:
         cases: list[CaseResult] = []
         workers = 1 if c.generator is None else max(1, int(c.generator.max_concurrency))
         start = time.perf_counter()
+        batching = job_batching(c.generator, c.judges.values())  # llm.batch=true: rounds of provider batches
         # one worker (no generator, or max_concurrency=1): the cases run in this thread, without a future per case
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and batching is None else None
         with pool or nullcontext():
-            for n, case in enumerate((pool.map if pool else map)(one, range(len(queries))), start=1):
-                cases.append(case)
-                self.progress("cases", n, len(queries))
+            try:
+                done = (run_rounds(batching, one, len(queries), workers=workers) if batching is not None
+                        else (pool.map if pool else map)(one, range(len(queries))))
+                self.batch_ids = batching.batch_ids if batching is not None else []
+                for n, case in enumerate(done, start=1):
+                    cases.append(case)
+                    self.on_case(case, lookup)
+                    self.progress("cases", n, len(queries))
+                    interrupts.check()  # a safe point: between cases
+            except BaseException:
+                if pool is not None:  # the cases not started yet are dropped, not run
+                    pool.shutdown(wait=True, cancel_futures=True)
+                raise
         self.timings["cases"] = time.perf_counter() - start
         metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
             timings=self.timings, queries=queries, single_s=single_s, evidence=emaps,
@@ -286,6 +319,26 @@ class Pipeline:
             timings=dict(self.timings), counts=counts, evidence=emaps, cache_keys=dict(self.cache.keys),
             coverage=coverage,
         )
+
+
+    def _encode_shard(self, shard: EncodeShard, evalset: EvalSet, tree: ChunkTree, chunks_key: str, ids: list[str],
+                      texts: list[str]) -> JobResult:
+        """``stages=encode``: shard ``shard`` of the corpus vectors into the stage cache (ragbench.embed.shard_entries)."""
+        key, expected = self._index_entry(chunks_key, ids)
+        stored = self._timed("embed", lambda: shard_entries.store_shard(
+            self.cache, index_key=key, expected=expected, shard=shard, ids=ids, texts=texts, spill_rows=SPILL_ROWS,
+            encode=lambda part: self._embed(list(part), queries=False)))
+        emb = self.c.embedder
+        metrics = assemble(Produced("stages", {**self.cache.counters(), "ingest/embedded_texts": float(
+            self.embedded_texts), "ingest/model_loaded": float(isinstance(emb, LoadableEmbedder) and emb.loaded)}))
+        counts = {"documents": len(evalset.documents), "chunks": len(tree.chunks), "searchable_chunks": len(ids),
+                  "embedded_texts": self.embedded_texts, "shard_rows": len(stored.rows),
+                  **({"embedding_dim": stored.dim} if stored.dim else {})}
+        return JobResult(evalset=evalset, tree=tree, cases=(), metrics=metrics,
+                         fingerprints={"dataset_sha256": evalset.fingerprint, "index_sha256": index_fingerprint(
+                             tree, emb, self.c.retriever, scope=self.c.scope, parent_vectors=self.c.parent_vectors)},
+                         timings=dict(self.timings),
+                         counts=counts, cache_keys=dict(self.cache.keys))
 
 
 def searched_tree(tree: ChunkTree, parent_vectors: str) -> ChunkTree:

@@ -1,7 +1,8 @@
 """``stages``: how far a job runs. ``all`` (default) runs every stage; ``retrieval`` stops after
 retrieve -> rerank -> expand and the retrieval and context metrics: no generator or judge is built, so
-a retriever sweep sends no LLM request. A dataset without gold answers runs as ``retrieval``
-(``answer_stages``)."""
+a retriever sweep sends no LLM request; ``encode`` (with ``embedder.shard=i/n``) encodes that slice of the
+corpus vectors into the stage cache and stops (``ragbench.embed.shard``): no search, no metric to compare. A
+dataset without gold answers runs as ``retrieval`` (``answer_stages``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STAGES = ("all", "retrieval")
+STAGES = ("all", "retrieval", "encode")
+ENCODE = "encode"  # its runs are tagged ragbench.stages=encode: the sweep table and compare leave them out
 
 
 def check_stages(value: Any) -> str:
@@ -26,8 +28,14 @@ def check_stages(value: Any) -> str:
     text = str(value if value is not None else "all")
     if text not in STAGES:
         raise ConfigError(f"stages={text!r} is not valid; choose one of {', '.join(STAGES)} "
-                          "(retrieval: no generator or judge, retrieval and context metrics only)")
+                          "(retrieval: no generator or judge, retrieval and context metrics only; encode: "
+                          "embedder.shard=i/n's corpus vectors into the cache, nothing searched)")
     return text
+
+
+def encode_only(tags: Mapping[str, Any]) -> bool:
+    """Whether a run (its MLflow tags) only encoded corpus vectors (``stages=encode``): nothing to compare."""
+    return tags.get("ragbench.stages") == ENCODE
 
 
 def builds_llm(cfg: Mapping[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.evidence import EvidenceMap, context_has_evidence
+from ragbench.metric_info import MetricInfo
 from ragbench.protocols import FusedRetriever
 from ragbench.types import ChunkTree, Context, Hit, Query
 
@@ -84,6 +85,19 @@ def gold_path(stages: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
             lost = st["stage"]
             break
     return {"gold_entered": entered, "gold_lost": lost}
+
+
+# trace_counts' keys (trace=true): where each case's gold evidence went through the stages
+METRICS = {
+    "trace/gold_kept": MetricInfo("cases whose gold evidence, once retrieved, reached the contexts", "ragbench",
+                                  kind="diagnostic", job_level="a count of the traced cases", unit="count"),
+    "trace/gold_never_retrieved": MetricInfo("cases whose gold evidence no stage retrieved", "ragbench",
+                                             higher_is_better=False, kind="diagnostic",
+                                             job_level="a count of the traced cases", unit="count"),
+    "trace/gold_lost_at/<name>": MetricInfo("cases whose gold evidence was retrieved, then dropped at this stage",
+                                            "ragbench", higher_is_better=False, kind="diagnostic",
+                                            job_level="a count of the traced cases", unit="count"),
+}
 
 
 def trace_counts(traces: Iterable[Mapping[str, Any]]) -> dict[str, float]:

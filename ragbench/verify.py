@@ -1,6 +1,6 @@
 """``python -m ragbench.verify RUN_ID``: recompute a run's retrieval, context and answer metrics from its
 own artifacts (``cases.jsonl``) and compare them with what the run logged, and check that the compact
-``case_scores.json`` (what ``ragbench.compare`` reads) holds the numbers of ``cases.jsonl``.
+``case_scores.json`` of a run logged before the record (``ragbench.record``) holds the numbers of ``cases.jsonl``.
 
 Per case it recomputes, from the case record alone, every retrieval metric (ranked ids + qrels + the
 evidence units each hit covers), the context metrics (context texts + their dataset ids), the lexical
@@ -9,7 +9,7 @@ without the model, so they are taken as logged. Then it aggregates the cases exa
 (``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric.
 Exit 0 when everything matches to 1e-9, 1 when anything differs or cannot be checked, 2 on a usage
 error (unknown run, no store, no case record). A ``ragbench.judge calibrate`` run is checked by
-``ragbench.judge.verify_calibration`` (its agreement and probes, from its items).
+``ragbench.verify_calibration`` (its agreement and probes, from its items).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_record
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
 from ragbench.protocols import RetrievalScorer
-from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
+from ragbench.record import CASES_ARTIFACT, RUN_FILE, cases_run_id
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
@@ -124,7 +124,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
     """Compares every recomputable per-case score and every aggregated metric with ``logged``; with the
     job's ``topk``, also the fixed-name views the job derives from them (``*_at_topk``, ``headline/*``,
     the last point of each ``*_at_k_curve``); ``scorers``: the run's ``metrics.retrieval``."""
-    from ragbench.tracking.job_log import at_k_views
+    from ragbench.job_metrics import at_k_views
     from ragbench.tracking.mlflow_tracker import mlflow_name
 
     report = Report()
@@ -219,6 +219,7 @@ class RunArtifacts:
     metrics: dict[str, float]
     topk: int | None
     scorers: tuple[dict[str, Any], ...] = ()  # the run's metrics.retrieval nodes, from its params
+    record: bool = False  # the run holds a ragbench-run/2 record (run.json): no case_scores.json to check
 
 
 def fetch_run(run_id: str, uri: str) -> RunArtifacts:
@@ -240,7 +241,8 @@ def fetch_run(run_id: str, uri: str) -> RunArtifacts:
         with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
             cases = Path(client.download_artifacts(holder, CASES_ARTIFACT, tmp)).read_bytes()
             scores = None
-            if SCORES_ARTIFACT in {f.path for f in client.list_artifacts(holder)}:
+            names = {f.path for f in client.list_artifacts(holder)}
+            if SCORES_ARTIFACT in names:
                 scores = Path(client.download_artifacts(holder, SCORES_ARTIFACT, tmp)).read_bytes()
     except (MlflowException, OSError) as exc:
         raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "
@@ -248,7 +250,7 @@ def fetch_run(run_id: str, uri: str) -> RunArtifacts:
     topk = run.data.params.get("retrieval.topk")
     return RunArtifacts(run_id=run_id, cases=cases, scores=scores, metrics=dict(run.data.metrics),
                         topk=int(topk) if topk and str(topk).isdigit() else None,
-                        scorers=tuple(scorer_nodes(run.data.params)))
+                        scorers=tuple(scorer_nodes(run.data.params)), record=RUN_FILE in names)
 
 
 class DamagedRecord(Exception):
@@ -329,9 +331,10 @@ def parse_scores(data: bytes | None) -> Any:
 
 
 def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any,
-                                             tuple[RetrievalScorer, ...]]:
+                                             tuple[RetrievalScorer, ...], bool]:
     """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param), its parsed
-    ``case_scores.json`` (None when the run has none) and its ``metrics.retrieval`` scorers, rebuilt."""
+    ``case_scores.json`` (None when the run has none), its ``metrics.retrieval`` scorers, rebuilt, and
+    whether it holds a record (``run.json``)."""
     from hydra.utils import instantiate
 
     art = fetch_run(run_id, uri)
@@ -340,7 +343,7 @@ def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, flo
     except Exception as exc:  # noqa: BLE001 - a scorer that no longer imports: a usage error, one line
         raise UsageError(f"run {run_id}: its metrics.retrieval scorers cannot be rebuilt ({exc}); fix: run verify "
                          "where the scorers' package is importable") from None
-    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores), scorers
+    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores), scorers, art.record
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -352,21 +355,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from ragbench.judge.verify_calibration import check_calibration, load_calibration
+    from ragbench.verify_calibration import check_calibration, load_calibration
 
     calibration = load_calibration(args.run_id, args.tracking_uri or default_tracking_uri())
     if calibration is not None:  # a `ragbench.judge calibrate` run: labelled items and their agreement
         report = Report()
         return finish(args.run_id, f"{check_calibration(calibration, report)} labelled items", report, args.show)
     try:
-        rows, logged, topk, scores_doc, scorers = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
+        rows, logged, topk, scores_doc, scorers, record = load_run(args.run_id,
+                                                                   args.tracking_uri or default_tracking_uri())
         report = verify_rows(rows, logged, topk, scorers)
-        if scores_doc is None:
+        if scores_doc is None and not record:  # a run logged before the record: its case_scores.json is gone
             from ragbench.compare.runcases import SCORES_ARTIFACT
 
             report.unchecked.append(f"{SCORES_ARTIFACT}: missing from the run's artifacts (deleted, or logged "
                                     "before ragbench wrote it); ragbench.compare reads cases.jsonl instead")
-        else:
+        elif scores_doc is not None:
             check_scores_document(rows, scores_doc, report)
     except UsageError as exc:
         print(f"ragbench.verify: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 # bm25 needs no embedding model: these tests are about launching and logging, not retrieval quality
 SMALL = ["dataset=qasper", "dataset.sample_size=3", "retrieval=bm25"]
-CHILD_ARTIFACTS = {"cases.jsonl", "cases_table.json", "summary.json", "config.yaml"}
+CHILD_ARTIFACTS = {"cases.jsonl", "cases_table.json", "run.json", "config.yaml"}
 CORE_METRICS = {"retrieval/mrr_at_10", "retrieval/hit_at_5", "context/evidence_text_recall", "answer/f1", "answer/em",
                 "cases/total", "cases/failed"}
 
@@ -62,9 +62,9 @@ def assert_complete_sweep(client, parents: list, children: list, n_jobs: int) ->
     for c in children:
         assert c.data.params["dataset.name"] == "qasper"
         assert CHILD_ARTIFACTS <= {a.path for a in client.list_artifacts(c.info.run_id)}
-        # every metric the job computed (its summary.json) reached the store, with its value
+        # every metric the job computed (its record, run.json) reached the store, with its value
         with tempfile.TemporaryDirectory() as tmp:
-            summary = json.loads(Path(client.download_artifacts(c.info.run_id, "summary.json", tmp)).read_text())
+            summary = json.loads(Path(client.download_artifacts(c.info.run_id, "run.json", tmp)).read_text())
         computed = summary["metrics"]
         assert CORE_METRICS <= set(computed)
         missing = set(computed) - set(c.data.metrics)

@@ -19,12 +19,24 @@ from ragbench.cache.files import MANIFEST, json_sha256, payload_hashes, payload_
 from ragbench.cache.lock import DEFAULT_TIMEOUT_S, check_timeout, hold
 from ragbench.cache.mode import CacheMode
 from ragbench.errors import CacheCorruptError, CacheError, RagbenchError
+from ragbench.metric_info import MetricInfo
 
 __all__ = ["MANIFEST", "SCHEMA", "CacheMode", "StageCache", "make_key"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 SCHEMA = 1
+_STAGE = "a cache stage's entries (index, retrieval, query_vectors, answers, verdicts, llm) "
+# StageCache.counters' keys
+METRICS = {
+    "cache/<name>/hits": MetricInfo(_STAGE + "the job read from the cache", "ragbench", kind="diagnostic",
+                                    job_level="a count", unit="count"),
+    "cache/<name>/misses": MetricInfo(_STAGE + "the job computed (and wrote, unless cache.mode=read_only)",
+                                      "ragbench", kind="diagnostic", job_level="a count", unit="count"),
+    "cache/<name>/corrupt": MetricInfo(_STAGE + "that failed their check (recomputed)", "ragbench",
+                                       higher_is_better=False, kind="diagnostic", job_level="a count",
+                                       unit="count"),
+}
 # what a loader raises on a damaged file (np.load: ValueError/EOFError; json: ValueError; shapes: the rest)
 LOAD_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, AttributeError)
 

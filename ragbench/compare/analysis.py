@@ -18,6 +18,7 @@ from ragbench.compare.metrics import (
     MinEffect,
     default_metrics,
     metric_spec,
+    per_case_key,
     with_min_effect,
 )
 from ragbench.compare.runcases import RunCases
@@ -49,13 +50,13 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
     if stray:
         raise ConfigError(f"--min-effect {', '.join(stray)}: not a compared metric; compared: {', '.join(names)} "
                           "(add it with --metric, or name one of these)")
-    specs = [with_min_effect(metric_spec(m), given) for m in names]
-    unknown = [s.name for s in specs if s.key not in available]
+    unknown = [m for m in names if per_case_key(m) not in available]
     if metrics and unknown:
         near = sorted(k for k in available if k.rsplit("/", 1)[-1] in {u.rsplit("/", 1)[-1] for u in unknown})
         hint = ", ".join(near[:5]) or "answer/f1, retrieval/hit_at_5, retrieval/mrr_at_10, context/tokens, latency/generate_p50_ms"
         raise ConfigError(f"--metric {', '.join(unknown)}: no per-case field of that name in the runs' cases.jsonl; "
                           f"use e.g. {hint}")
+    specs = [with_min_effect(metric_spec(m), given) for m in names]  # each named key's declaration
     # the sweep table's rule (one "best" per sweep): on the runs' logged metrics, else their per-case fields
     rows = [{**dict.fromkeys(r.fields, 0.0), **r.metrics, "baseline": r.baseline} for r in runs]
     rank_by = ranking_metric(rows, sort_by)
@@ -98,7 +99,7 @@ def report_key(found: Sequence[Any], resamples: int) -> str:
     """The identity of a sweep's report: each compared job's name and the run that ran it (a resumed job's
     copy names its origin in ``ragbench.reused_from``), the resamples and the report format. A rerun whose
     jobs all resumed has the key of the sweep it resumed from."""
-    from ragbench.tracking.case_record import REUSED_FROM
+    from ragbench.record import REUSED_FROM
 
     jobs = sorted((r.info.run_name or "", r.data.tags.get(REUSED_FROM) or r.info.run_id) for r in found)
     return hashlib.sha256(json.dumps([REPORT_FORMAT, resamples, jobs]).encode()).hexdigest()

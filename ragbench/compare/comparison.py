@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragbench.compare import stats
+from ragbench import stats
 from ragbench.compare.metrics import MetricSpec, metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.errors import ConfigError

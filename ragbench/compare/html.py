@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ragbench.compare import stats
+from ragbench import stats
 from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
 from ragbench.compare.html_assets import CSS, JS
 from ragbench.compare.html_data import curves, drilldown, table_rows

@@ -8,13 +8,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ragbench.judge.aggregate import is_score, metric_info
+from ragbench.metric_keys import metric_info
 
 _LATENCY = re.compile(r"^latency/(?P<stage>[a-z_]+)_(?P<stat>p50|p95)_ms$")
-# per-case costs: lower is better (``context/evidence_recall_per_1k_tokens`` is a gain, not a cost)
-_COSTS = ("context/tokens", "prompt_tokens", "completion_tokens")
-_COST_PREFIXES = ("latency/", "tokens/", "cost/")
-_COST_SUFFIXES = ("_tokens", "cost_usd", "judge_failed")
 
 DEFAULTS = ("answer/f1", "judge/accuracy", "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens",
             "latency/generate_p50_ms")
@@ -52,6 +48,7 @@ MIN_EFFECTS: Mapping[str, MinEffect] = {
     "latency": MinEffect(absolute=5.0, relative=0.20),
     "amount": MinEffect(relative=0.05),
 }
+_AMOUNT_KEYS = ("context/tokens",)
 _AMOUNT_SUFFIXES = ("_tokens", "cost_usd")
 
 
@@ -59,7 +56,7 @@ def metric_family(name: str) -> str:
     """``latency`` (``latency/*``), ``amount`` (token counts, costs, ``*_per_1k_tokens``) or ``score``."""
     if name.startswith("latency/"):
         return "latency"
-    if (name in _COSTS or name.startswith(("tokens/", "cost/")) or name.endswith(_AMOUNT_SUFFIXES)
+    if (name in _AMOUNT_KEYS or name.startswith(("tokens/", "cost/")) or name.endswith(_AMOUNT_SUFFIXES)
             or "per_1k_tokens" in name):
         return "amount"
     return "score"
@@ -90,7 +87,7 @@ class MetricSpec:
     key: str  # the per-case field in cases.jsonl
     statistic: str  # "mean" | "p50" | "p95" (see stats.STATISTICS)
     lower_is_better: bool
-    zero_when_failed: bool  # an end-to-end score: a failed or unscored case counts 0 (aggregate.is_score)
+    zero_when_failed: bool  # an end-to-end score: a failed or unscored case counts 0 (its declaration's kind)
     successful_only: bool  # latency: only successful cases, as the job's latency percentiles
     min_effect: MinEffect = field(default_factory=MinEffect)  # the practical threshold of a verdict (MIN_EFFECTS)
     min_effect_given: bool = False  # by --min-effect, not MIN_EFFECTS
@@ -102,20 +99,25 @@ def with_min_effect(spec: MetricSpec, overrides: Mapping[str, MinEffect]) -> Met
     return spec if given is None else replace(spec, min_effect=given, min_effect_given=True)
 
 
+def per_case_key(name: str) -> str:
+    """The per-case field a metric name reads (``latency/<stage>_p50_ms`` reads ``latency/<stage>_ms``)."""
+    m = _LATENCY.match(name)
+    return f"latency/{m['stage']}_ms" if m else name
+
+
 def metric_spec(name: str) -> MetricSpec:
     """The spec of a metric name: a per-case key (``answer/f1``, ``retrieval/mrr_at_10``, ``context/tokens``)
-    or a latency percentile (``latency/<stage>_p50_ms`` / ``_p95_ms``, ``<stage>`` may be ``total``)."""
+    or a latency percentile (``latency/<stage>_p50_ms`` / ``_p95_ms``, ``<stage>`` may be ``total``). Direction
+    and failed-case rule are the key's declaration (``ragbench.metric_keys``); an undeclared key is an
+    ``UndeclaredMetricError``."""
     threshold = MIN_EFFECTS[metric_family(name)]
     m = _LATENCY.match(name)
     if m:
         return MetricSpec(name=name, key=f"latency/{m['stage']}_ms", statistic=m["stat"], lower_is_better=True,
                           zero_when_failed=False, successful_only=True, min_effect=threshold)
-    info = metric_info(name)  # a declared key (retrieval/*, answer/*, judge/claims/*, judge/rf/*): its declaration
-    cost = (not info.higher_is_better if info is not None else
-            name in _COSTS or name.startswith(_COST_PREFIXES)
-            or (name.endswith(_COST_SUFFIXES) and not name.endswith("per_1k_tokens")))
-    return MetricSpec(name=name, key=name, statistic="mean", lower_is_better=cost, zero_when_failed=is_score(name) and not cost,
-                      successful_only=False, min_effect=threshold)
+    info = metric_info(name)
+    return MetricSpec(name=name, key=name, statistic="mean", lower_is_better=not info.higher_is_better,
+                      zero_when_failed=info.kind == "score", successful_only=False, min_effect=threshold)
 
 
 def default_metrics(available: Iterable[str]) -> list[str]:
@@ -123,5 +125,5 @@ def default_metrics(available: Iterable[str]) -> list[str]:
     and no generate latency: comparing those would compare zeros, and pick the baseline by them); all of
     them when no run has any, so the comparison says which are missing."""
     have = set(available)
-    present = [m for m in DEFAULTS if metric_spec(m).key in have]
+    present = [m for m in DEFAULTS if per_case_key(m) in have]
     return present or [m for m in DEFAULTS if m not in OPTIONAL_DEFAULTS]

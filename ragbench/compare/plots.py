@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragbench.compare import stats
+from ragbench import stats
 from ragbench.compare.comparison import ALL, Comparison, Record
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
-from ragbench.gc_tuning import long_lived
 
 log = logging.getLogger(__name__)
 COST_METRICS = ("context/tokens", "latency/", "tokens/", "cost/")
@@ -26,12 +25,6 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def prepare() -> None:
-    """Imports what the plots draw with, ahead of them (while the sweep's last case files are written)."""
-    with long_lived():  # matplotlib's modules stay for the process
-        _pyplot()
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -205,33 +198,7 @@ def taxonomy_bars(path: Path, taxa: Sequence[Taxonomy], labels: Mapping[str, str
 
 
 def write_plots(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], labels: Mapping[str, str]) -> list[Path]:
-    """Every plot that has data, as PNG files in ``folder``. Each is 0.3-0.6 s of one core: the last two
-    are drawn by a forked child while the process draws the first two (``ragbench.tracking.background``);
-    whatever goes wrong in the child, the process draws its two as well, over anything it left."""
-    from ragbench.tracking.background import Child, can_fork
-
-    draw: list[Callable[[], Path | None]] = [
-        lambda: metric_ci(folder / "metrics_ci.png", comp, labels),
-        lambda: pareto(folder / "pareto.png", comp, labels),
-        lambda: heatmap(folder / "by_type_heatmap.png", comp, labels),
-        lambda: taxonomy_bars(folder / "taxonomy.png", taxa, labels)]
-    here, there = draw[:2], draw[2:]
-
-    def in_child() -> bytes:
-        return "\n".join("" if (p := plot()) is None else p.name for plot in there).encode()
-
-    child = None
-    if can_fork():
-        try:
-            child = Child(in_child)
-        except OSError:  # no process slot: all four here
-            pass
-    out = [plot() for plot in here]
-    drawn = child.result() if child is not None else None
-    if drawn is None:
-        if child is not None:
-            log.warning("the plots' child failed (%s); drawing them in this process", child.problem)
-        out += [plot() for plot in there]
-    else:
-        out += [folder / name if name else None for name in drawn.decode().split("\n")]
-    return [p for p in out if p is not None]
+    """Every plot that has data, as PNG files in ``folder``."""
+    drawn = [metric_ci(folder / "metrics_ci.png", comp, labels), pareto(folder / "pareto.png", comp, labels),
+             heatmap(folder / "by_type_heatmap.png", comp, labels), taxonomy_bars(folder / "taxonomy.png", taxa, labels)]
+    return [p for p in drawn if p is not None]

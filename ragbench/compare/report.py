@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from ragbench.compare import stats
+from ragbench import stats
 from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
 from ragbench.tracking.report import console
@@ -22,7 +22,7 @@ LEGEND = "▲ better, ▼ worse, ~ no practical difference (significant, below t
 
 def labels(comp: Comparison) -> dict[str, str]:
     """Short run labels: the job number plus only the overrides that differ between the runs."""
-    from ragbench.tracking.sweep import job_labels
+    from ragbench.tracking.run_names import job_labels
 
     named = {r.run_id: r.name for r in comp.runs}
     out = job_labels(named) if all(named.values()) else {}

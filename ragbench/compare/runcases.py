@@ -123,7 +123,7 @@ def case_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
               topk: int | None = None, source: str = "mlflow", keep_rows: bool = True,
               metrics: Mapping[str, float] | None = None, baseline: str = "") -> RunCases:
-    """RunCases from ``cases.jsonl`` records (see tracking/job_log.case_row)."""
+    """RunCases from ``cases.jsonl`` records (``ragbench.record.CaseRecord.row``)."""
     return from_columns(case_columns(rows), run_id=run_id, name=name, dataset=dataset,
                         dataset_sha256=dataset_sha256, topk=topk, source=source, metrics=metrics,
                         rows=rows if keep_rows else (), baseline=baseline)

@@ -12,7 +12,8 @@ from typing import Any
 
 from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
-from ragbench.tracking.case_record import CASES_ARTIFACT, cases_run_id
+from ragbench.record import CASES_ARTIFACT, cases_run_id
+from ragbench.stages import encode_only
 from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
@@ -21,14 +22,14 @@ MIN_PREFIX = 6  # characters of a run id that name it (as --baseline: ragbench.c
 
 def open_store(uri: str) -> Any:
     """An MlflowClient on ``uri``; a sqlite store that does not exist yet is a usage error, not a new store."""
-    from ragbench.tracking.mlflow_tracker import _client_for
+    from ragbench.tracking.mlflow_tracker import client_for
     from ragbench.tracking.store import sqlite_path
 
     path = sqlite_path(uri)
     if path is not None and not path.exists():
         raise ConfigError(f"no MLflow store at {path} (tracking uri {uri}); run from the folder "
                           "the jobs ran in, or pass --tracking-uri")
-    return _client_for(uri)
+    return client_for(uri)
 
 
 def _experiment_id(client: Any, experiment: str, uri: str) -> str:
@@ -91,6 +92,10 @@ def find_runs(client: Any, uri: str, experiment: str, *, sweep: str | None = Non
                 raise ConfigError(f"--sweep {sweep}: no job runs under that parent in {uri}; "
                                   "give the sweep's parent run id (its run name is 'sweep <time>')")
             notes.append(f"runs: the {len(runs)} jobs of sweep {sweep}")
+    encoded = [r for r in runs if encode_only(r.data.tags)]  # stages=encode jobs: vectors only, no metric to compare
+    if encoded:
+        notes.append(f"skipped (stages=encode, vectors only): {', '.join(str(r.info.run_name) for r in encoded)}")
+        runs = [r for r in runs if not encode_only(r.data.tags)]
     skipped = [r for r in runs if r.info.status != "FINISHED"]
     if skipped:
         notes.append("skipped (not FINISHED): " + ", ".join(f"{r.info.run_name} ({r.info.status})" for r in skipped))

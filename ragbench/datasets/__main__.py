@@ -140,8 +140,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    """``preview dataset=NAME ... --max-depth D --limit N [--json]``: see ragbench/datasets/preview.py."""
-    from ragbench.datasets.preview import preview, render
+    """``preview dataset=NAME ... --max-depth D --limit N [--json]``: see ragbench/preview.py."""
+    from ragbench.preview import preview, render
 
     print(render(preview(args.overrides, max_depth=args.max_depth, limit=args.limit), as_json=args.json))
     return 0

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError
 from ragbench.llm.client import LLMClient
 
@@ -34,6 +35,7 @@ class APIEmbedder:
         timeout: float = 60.0,
         num_retries: int = 3,
         backoff_s: float = 1.0,
+        shard: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -44,6 +46,7 @@ class APIEmbedder:
         self.dimensions = dimensions
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
+        self.shard = parse_shard(shard)  # stages=encode: the slice of the corpus to encode (never in identity)
         self.client = LLMClient(
             model=model,
             api_base=api_base,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime
+from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
 from ragbench.weights import package_weights
@@ -77,6 +78,7 @@ class SentenceTransformerEmbedder:
         show_progress: bool = True,
         backend: str = "torch",
         quantize: bool = False,
+        shard: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
@@ -91,6 +93,7 @@ class SentenceTransformerEmbedder:
         check_backend(backend, bool(quantize))
         self.backend = backend  # torch, or the exported ONNX model run by onnxruntime / openvino
         self.quantize = bool(quantize)  # int8 dynamic quantisation of the exported model
+        self.shard = parse_shard(shard)  # stages=encode: the slice of the corpus to encode (never in identity)
         self._source, self._revision = resolve_model(model, package)
         self._st: Any = None  # the SentenceTransformer, once loaded
         self._lock = threading.Lock()

@@ -18,6 +18,8 @@ class LLMGenerator:
     temperature, max_tokens, api_base, dataset), so a cache keyed by it never serves a stale answer;
     ``Answer.model`` is the bare model string. The API key is read from the environment variable named by ``api_key_env``; only that name is
     in the config. ``prompt`` is a file stem under ``conf/prompt/answer/`` or a path to a YAML file.
+    ``batch``: the job's uncached answers go out as one provider batch at half price (``ragbench.llm.batch``;
+    the same answers, so not part of ``identity``), polled every ``batch_poll_s`` seconds.
     """
 
     def __init__(
@@ -36,6 +38,8 @@ class LLMGenerator:
         dataset: str | None = None,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
+        batch: bool = False,
+        batch_poll_s: float = 30.0,
     ) -> None:
         self.model = model
         self.dataset = dataset
@@ -60,7 +64,10 @@ class LLMGenerator:
             max_consecutive_failures=max_consecutive_failures,
             role="llm",
             cache_replies=False,  # answers are stage records (ragbench.cases): not cached twice
+            batch=bool(batch),
+            batch_poll_s=batch_poll_s,
         )
+        self.batch = bool(batch)
 
     def log_params(self) -> dict[str, Any]:
         """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):

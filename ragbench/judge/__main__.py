@@ -89,7 +89,7 @@ def log_run(tracker: MlflowTracker, run_id: str, cfg: DictConfig, labels: LabelS
 
     from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
     from ragbench.protocols import LoggedParams
-    from ragbench.tracking.job_log import flatten
+    from ragbench.tracking.mlflow_sink import flatten
 
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
     params.update({"labels.path": labels.path, "labels.sha256": labels.sha256, "labels.n": len(labels.items)})
@@ -209,7 +209,9 @@ def calibrate_command(args: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatches the subcommand; returns the exit code."""
-    import ragbench.__main__  # noqa: F401 - the offline environment defaults of `python -m ragbench`
+    from ragbench import offline
+
+    offline.set_defaults()
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] != "calibrate":

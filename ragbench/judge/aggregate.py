@@ -8,36 +8,85 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ragbench.judge import claims, locomo_f1, reference_free, refusal, retrieval, squad
+from ragbench.judge import (
+    asking,
+    claims,
+    context,
+    document,
+    locomo_f1,
+    reference_free,
+    refusal,
+    retrieval,
+    rubrics,
+    scorers,
+    squad,
+)
 from ragbench.judge.locomo_f1 import SCORED_ON
-from ragbench.judge.metric_info import MetricInfo, lookup
 from ragbench.judge.retrieval import MRR_KEY
+from ragbench.metric_info import Column, MetricInfo, declared, merge
 from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
-# Per-case keys that describe a case rather than score it: averaged over the cases that have them,
-# never zero-filled for failed cases.
-DIAGNOSTIC_SUFFIXES = ("refused", "judge_failed", "spread", "flip", "citation_hit_rate", "_tokens", "repeats",
-                       "cost_usd", "cache_hits", "heuristic_refusal")
+_COUNT = "a count over the job's cases"
+_P = "the {}th percentile over the successful cases (ms)"
+# what ``summarize`` adds beside the per-case means (the token and cost totals are ragbench.budget's)
+METRICS: dict[str, MetricInfo] = {
+    "answer/refusal_accuracy": MetricInfo(
+        "share of the unanswerable questions whose answer is a refusal (answer/refused)", "ragbench",
+        kind="diagnostic", job_level="mean of answer/refused over the successful unanswerable cases"),
+    "answer/false_refusal_rate": MetricInfo(
+        "share of the answerable questions whose answer is a refusal (answer/refused)", "ragbench",
+        higher_is_better=False, kind="diagnostic",
+        job_level="mean of answer/refused over the successful answerable cases"),
+    "judge/coverage": MetricInfo("share of the cases an LLM judge saw that it graded (1 - judge/judge_failed)",
+                                 "ragbench", kind="diagnostic", job_level="1 - mean of judge/judge_failed"),
+    "cases/total": MetricInfo("cases attempted (skipped ones left out)", "ragbench", kind="diagnostic",
+                              job_level=_COUNT, unit="count"),
+    "cases/successful": MetricInfo("cases that ran to the end", "ragbench", kind="diagnostic", job_level=_COUNT,
+                                   unit="count"),
+    "cases/failed": MetricInfo("cases that failed (each scores 0 end to end)", "ragbench", higher_is_better=False,
+                               kind="diagnostic", job_level=_COUNT, unit="count",
+                               columns=(Column("cases/failed", "failed", 8),)),
+    "cases/failure_rate": MetricInfo("cases/failed / cases/total; above max_failure_rate the job is FAILED",
+                                     "ragbench", higher_is_better=False, kind="diagnostic",
+                                     job_level="failed / attempted cases"),
+    "cases/skipped": MetricInfo("cases not run (a budget was reached): left out of every figure", "ragbench",
+                                higher_is_better=False, kind="diagnostic", job_level=_COUNT, unit="count",
+                                columns=(Column("cases/skipped", "skipped", 9),)),
+    "retrieval/queries_scored": MetricInfo("the cases every retrieval/* figure averages over (matched evidence)",
+                                           "ragbench", kind="diagnostic", job_level=_COUNT, unit="count"),
+    "latency/<name>_p50_ms": MetricInfo("a stage's time per case (retrieve, rerank, expand, generate, judge...)",
+                                        "ragbench", higher_is_better=False, kind="diagnostic",
+                                        job_level=_P.format(50)),
+    "latency/<name>_p95_ms": MetricInfo("a stage's time per case (retrieve, rerank, expand, generate, judge...)",
+                                        "ragbench", higher_is_better=False, kind="diagnostic",
+                                        job_level=_P.format(95)),
+    "tokens/prompt_mean": MetricInfo("prompt tokens per answer", "the provider's usage (litellm)",
+                                     higher_is_better=False, kind="diagnostic",
+                                     job_level="mean over the cases with an answer"),
+    "tokens/completion_mean": MetricInfo("completion tokens per answer", "the provider's usage (litellm)",
+                                         higher_is_better=False, kind="diagnostic",
+                                         job_level="mean over the cases with an answer"),
+    "llm/cache_hits": MetricInfo("answers the LLM reply cache served", "ragbench", kind="diagnostic",
+                                 job_level=_COUNT, unit="count"),
+}
+# Every per-case key, declared beside the code that computes it, then what summarize adds. The last table is
+# the one declaration of a RetrievalScorer's keys (``retrieval/<name>``): it is tried after every other.
+CASE_METRICS: dict[str, MetricInfo] = merge(
+    squad.METRICS, locomo_f1.METRICS, refusal.METRICS, rubrics.METRICS, reference_free.METRICS, claims.METRICS,
+    asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS)
+DECLARED: dict[str, MetricInfo] = merge(CASE_METRICS, METRICS, scorers.METRICS)
 
 
-# keys whose meaning is declared beside their code (ragbench.judge.metric_info); the others are read by the rules here
-DECLARED: dict[str, MetricInfo] = {**retrieval.METRICS, **squad.METRICS, **locomo_f1.METRICS, **refusal.METRICS,
-                                   **reference_free.METRICS, **claims.METRICS}
-
-
-def metric_info(key: str) -> MetricInfo | None:
-    """The declaration of a per-case key (direction, score or diagnostic), None when it has none."""
-    return lookup(DECLARED, key)
+def metric_info(key: str) -> MetricInfo:
+    """The declaration of a per-case key or of a key ``aggregate`` adds (``by_type/<t>/<key>`` and
+    ``<score>_successful`` included); an undeclared key is an ``UndeclaredMetricError``."""
+    return declared(DECLARED, key)
 
 
 def is_score(key: str) -> bool:
-    """True for answer-quality scores that a failed case contributes zero to: a declared key by its
-    declaration; an undeclared one (context/*, judge/*, a user's retrieval/* scorer) by the rule below."""
-    info = metric_info(key)
-    if info is not None:
-        return info.kind == "score"
-    return not key.startswith(("retrieval/", "context/")) and not key.endswith(DIAGNOSTIC_SUFFIXES)
+    """True for the keys declared ``kind="score"``: a failed case contributes zero to their job figure."""
+    return metric_info(key).kind == "score"
 
 
 def score_keys(judges: Iterable[Judge]) -> list[str]:

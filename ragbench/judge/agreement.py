@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragbench.compare.stats import bootstrap_ci
+from ragbench.stats import bootstrap_ci
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _kappa_ci(codes: np.ndarray, k: int, *, resamples: int, seed: int, level: fl
 
 def mean_ci(x: Sequence[float] | np.ndarray, *, resamples: int = 2000, seed: int = 0,
             level: float = 0.95) -> Interval:
-    """The mean of ``x`` with its percentile bootstrap CI (``ragbench.compare.stats.bootstrap_ci``)."""
+    """The mean of ``x`` with its percentile bootstrap CI (``ragbench.stats.bootstrap_ci``)."""
     arr = np.asarray(x, dtype=float)
     if len(arr) == 0:
         return Interval(float("nan"), float("nan"), float("nan"))

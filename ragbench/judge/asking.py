@@ -26,6 +26,7 @@ from ragbench.generate.prompts import (
     require_str,
     resolve_prompt_file,
 )
+from ragbench.metric_info import MetricInfo
 from ragbench.types import Context
 
 if TYPE_CHECKING:
@@ -143,6 +144,19 @@ def references(contexts: Sequence[Context]) -> str:
 
 def esc(text: str) -> str:
     return escape_reference(text)
+
+
+# the usage and failures of the judges that ask through a Tally (judge/rf, judge/claims): ``judge/<name>/...``
+METRICS = {
+    "judge/<name>/prompt_tokens": MetricInfo("prompt tokens the judge's requests used", "the provider's usage "
+                                             "(litellm)", higher_is_better=False, kind="diagnostic"),
+    "judge/<name>/completion_tokens": MetricInfo("completion tokens the judge's requests used", "the provider's "
+                                                 "usage (litellm)", higher_is_better=False, kind="diagnostic"),
+    "judge/<name>/cost_usd": MetricInfo("cost of the judge's requests, US dollars", "litellm's cost map",
+                                        higher_is_better=False, kind="diagnostic"),
+    "judge/<name>/judge_failed": MetricInfo("1 when some ask got no parsable reply after its retries", "ragbench",
+                                            higher_is_better=False, kind="diagnostic"),
+}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from ragbench.judge.calibration_settings import Settings
 from ragbench.judge.labels import LabelledItem, LabelSet
 from ragbench.judge.probes import ProbeResult, Scorer, run_probe
 from ragbench.llm.errors import LLMCircuitOpenError
+from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,30 @@ class Calibration:
                            "stats": {s: vars(i) for s, i in p.stats.items()}, "note": p.note}
                        for n, p in self.probes.items()},
         }
+
+
+_CAL = "calibration of a judge rubric against human labels (python -m ragbench.judge calibrate)"
+_CI = "; _ci_low / _ci_high: its bootstrap confidence interval"
+
+
+def _calibration(definition: str, *, lower: bool = False, unit: str = "") -> MetricInfo:
+    return MetricInfo(definition, _CAL, higher_is_better=not lower, kind="diagnostic",
+                      job_level="over the labelled items", unit=unit)
+
+
+# Calibration.metrics' keys (also per question type: by_type/<type>/calibration/...)
+METRICS = {
+    "calibration/<name>/agree": MetricInfo("1 when the judge's verdict equals the human label (an item of the "
+                                           "calibration's case record)", _CAL, kind="diagnostic"),
+    "calibration/<name>/n": _calibration("labelled items the rubric was checked on", unit="count"),
+    "calibration/<name>/judge_failed": _calibration("share of the items the judge gave no verdict", lower=True),
+    **{f"calibration/<name>/{stat}{ci}": _calibration(f"{text}{_CI}")
+       for stat, text in (("accuracy", "share of the items whose verdict equals the human label"),
+                          ("kappa", "Cohen's kappa of the verdicts and the human labels"))
+       for ci in ("", "_ci_low", "_ci_high")},
+    "probe/<name>/n": _calibration("items a probe (a perturbation of the answers) was run on", unit="count"),
+    "probe/<name>/<name>": _calibration("a probe's statistic (how the verdicts moved under the perturbation)" + _CI),
+}
 
 
 def _interval(key: str, interval: Interval) -> dict[str, float]:

@@ -25,8 +25,8 @@ from typing import Any
 
 from ragbench.errors import ConfigError
 from ragbench.judge.asking import Tally, ask, esc, load_prompts, references, str_list, verdict_list
-from ragbench.judge.metric_info import MetricInfo
 from ragbench.judge.reference_free import PROMPT_KIND, VARIABLES, numbered_claims
+from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context, Level, Query
 
 PREFIX = "judge/claims"

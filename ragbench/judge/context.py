@@ -11,7 +11,32 @@ from collections.abc import Sequence
 from ragbench.evidence import evidence_text_recall
 from ragbench.expand import count_tokens
 from ragbench.judge.openviking import check_recall, render_resource
+from ragbench.metric_info import Column, MetricInfo
 from ragbench.types import ChunkTree, Context, Query
+
+_TEXT_RECALL = ("share of the evidence texts found in the joined context texts (normalised substring, else >= 0.8 "
+                "token coverage for evidence of >= 4 tokens); over the cases whose evidence matched the corpus")
+# context figures are diagnostics: a case without matched evidence has none, and is not counted 0
+METRICS = {
+    "context/tokens": MetricInfo("tokens of the contexts the generator read (whitespace tokens)", "ragbench.expand "
+                                 "count_tokens", higher_is_better=False, kind="diagnostic"),
+    "context/evidence_text_recall": MetricInfo(_TEXT_RECALL, "ragbench.evidence evidence_text_recall",
+                                               kind="diagnostic", columns=(Column("context/evidence_text_recall",
+                                                                                  "ctx.rec", 4),)),
+    "context/evidence_text_recall_per_1k_tokens": MetricInfo(
+        "context/evidence_text_recall x 1000 / context/tokens (recall bought per 1k context tokens)", "ragbench",
+        kind="diagnostic"),
+    "context/openviking_recall": MetricInfo(
+        "OpenViking's check_recall on its own adapter's evidence list: an evidence string is found verbatim "
+        "(case-sensitive) in the joined contexts, else >= 80% of its >= 4 unique normalised tokens occur",
+        "volcengine/OpenViking benchmark/RAG/src/core/metrics.py (ragbench.judge.openviking)",
+        "a ragbench context is an expanded chunk, not an OpenViking resource of up to 8,000 characters",
+        kind="diagnostic"),
+    # computed by ragbench.cases from the answer's citations and ragbench.evidence.context_has_evidence
+    "answer/citation_hit_rate": MetricInfo(
+        "share of the contexts an answer cites ([ref_N]) that hold gold evidence; cases with a citation and "
+        "matched evidence only", "ragbench", kind="diagnostic"),
+}
 
 
 def context_refs(tree: ChunkTree, context: Context) -> list[str]:

@@ -23,12 +23,29 @@ from typing import Any
 
 from ragbench.evidence import EvidenceMap
 from ragbench.judge.ir import retrieval_metrics
+from ragbench.judge.retrieval import IR_METRICS
+from ragbench.metric_info import MetricInfo, Rank
 from ragbench.types import ChunkTree, Hit, Query
 
 PREFIX = "retrieval/doc/"
 SELF_HIT = f"{PREFIX}self_hit_ignored"
 # BEIR's k_values; each is reported when the job's top-k reaches it, with the job's top-k itself
 STANDARD_KS = (1, 3, 5, 10, 100, 1000)
+
+_DOC = "; the top-k hits' documents, each at its first hit, against the evidence documents (per-document datasets, " \
+       "corpus scope); averaged over the queries with matched evidence"
+METRICS: dict[str, MetricInfo] = {
+    **{f"{PREFIX}{m}_at_<k>": MetricInfo(d + _DOC, f"trec_eval (pytrec_eval) {src}; BEIR", kind="diagnostic")
+       for m, (d, src) in IR_METRICS.items()},
+    f"{PREFIX}mrr": MetricInfo("1 / rank of the first relevant document in the top-k" + _DOC,
+                               "trec_eval (pytrec_eval) recip_rank; BEIR", kind="diagnostic"),
+    SELF_HIT: MetricInfo("1 when the question's own id was retrieved and removed before ranking (its mean: the share "
+                         "of questions that retrieved themselves)", "BEIR ignore_identical_ids", kind="diagnostic"),
+}
+# the published tables' figure leads a per-document sweep: nDCG@10, else nDCG at the job's top-k
+METRICS[f"{PREFIX}ndcg_at_<k>"] = MetricInfo(
+    METRICS[f"{PREFIX}ndcg_at_<k>"].definition, METRICS[f"{PREFIX}ndcg_at_<k>"].source, kind="diagnostic",
+    ranks=(Rank(f"{PREFIX}ndcg_at_10", "lead", 0), Rank(f"{PREFIX}ndcg_at_topk", "lead", 1)))
 
 
 def document_ks(topk: int) -> list[int]:

@@ -12,7 +12,7 @@ its client: the case runner caches the verdict, once).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
@@ -58,6 +58,8 @@ class LLMJudge:
         pass_threshold: float = 3.0,
         allow_same_model: bool = False,
         generator_model: str | None = None,
+        batch: bool | None = None,
+        batch_poll_s: float = 30.0,
     ) -> None:
         unknown = sorted(set(metrics) - set(METRICS))
         if unknown or not metrics:
@@ -104,6 +106,8 @@ class LLMJudge:
             max_consecutive_failures=max_consecutive_failures,
             role="judge",
             cache_replies=False,  # verdicts are stage records (ragbench.cases): not cached twice
+            batch=batch,  # judge.batch: the job's uncached verdict requests as provider batches (ragbench.llm.batch)
+            batch_poll_s=batch_poll_s,
         )
 
     def log_params(self) -> dict[str, Any]:
@@ -130,6 +134,10 @@ class LLMJudge:
         if metric == "accuracy":
             return self.rubrics.accuracy_for(self.dataset)
         return self.rubrics.rubrics[metric]
+
+    def _parses(self, metric: str) -> Callable[[str], bool]:
+        allowed = self._rubric(metric).scores
+        return lambda text: parse_verdict(text, allowed).score is not None
 
     def _gold(self, query: Query) -> str:
         if not query.answerable:
@@ -169,11 +177,14 @@ class LLMJudge:
         notes: dict[str, Any] = {}
         failed = False
         gold = self._gold(query)
+        asked = {m: self.rubrics.messages(self._rubric(m), question=query.text, gold=gold, answer=answer.text,
+                                          contexts=contexts) for m in self.metrics}
+        # batch rounds (judge.batch): every metric's and repeat's request joins the same batch
+        self.client.gather([(asked[m], {"repeat": r}, self._parses(m)) for m in self.metrics
+                            for r in range(self.repeats)])
         for metric in self.metrics:
             rubric = self._rubric(metric)
-            messages = self.rubrics.messages(
-                rubric, question=query.text, gold=gold, answer=answer.text, contexts=contexts
-            )
+            messages = asked[metric]
             scores: list[float] = []
             notes[metric] = {"rubric": rubric.name, "reasoning": []}
 

@@ -22,8 +22,8 @@ import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ragbench.judge.metric_info import MetricInfo
 from ragbench.judge.squad import overlap_f1
+from ragbench.metric_info import MetricInfo
 
 _PUNCT = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")

@@ -14,7 +14,7 @@ from typing import Any
 
 from ragbench.errors import ConfigError
 from ragbench.judge.asking import Tally, ask, esc, int_in, load_prompts, references, str_list, verdict_list
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context, Query
 
 PREFIX = "judge/rf"

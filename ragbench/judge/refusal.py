@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.metric_info import MetricInfo
 from ragbench.text import normalize
 
 METRICS = {

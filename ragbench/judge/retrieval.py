@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from ragbench.evidence import Coverage, EvidenceMap, evidence_text_recall, hit_units
 from ragbench.judge.ir import covering_metrics, retrieval_metrics
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.metric_info import Column, MetricInfo, Rank
 from ragbench.types import ChunkTree, Hit
 
 # MRR is reported at a fixed depth (retrieval/mrr_at_10), so a top-k sweep that ranks the same hits shows one
@@ -25,15 +26,19 @@ _TREC = "trec_eval (pytrec_eval)"
 _UNIT = ", one rank per hit over the evidence units it covers (judge.ir.covering_metrics)"
 _PER_QUERY = "; averaged over the queries with matched evidence (the others are counted apart)"
 # retrieval figures are diagnostics: a query without matched evidence has none, and is not counted 0
-_IR = {"hit": ("a relevant hit in the first k", "success_k"), "recall": ("relevant ids covered by the first k / R",
-       "recall_k"), "precision": ("relevant hits in the first k / k", "P_k"), "ndcg": (
-       "DCG of the first k (log2 discount) / ideal DCG", "ndcg_cut_k"), "map": (
-       "average precision cut at k", "map_cut_k"), "mrr": ("1 / rank of the first relevant hit within k", "recip_rank")}
+IR_METRICS = {  # metric -> (definition, trec_eval measure)
+    "hit": ("a relevant hit in the first k", "success_k"),
+    "recall": ("relevant ids covered by the first k / R", "recall_k"),
+    "precision": ("relevant hits in the first k / k", "P_k"),
+    "ndcg": ("DCG of the first k (log2 discount) / ideal DCG", "ndcg_cut_k"),
+    "map": ("average precision cut at k", "map_cut_k"),
+    "mrr": ("1 / rank of the first relevant hit within k", "recip_rank"),
+}
 METRICS: dict[str, MetricInfo] = {
     **{f"retrieval/{m}_at_<k>": MetricInfo(d + _PER_QUERY, f"{_TREC} {src}", "evidence units" + _UNIT,
-                                          kind="diagnostic") for m, (d, src) in _IR.items()},
+                                          kind="diagnostic") for m, (d, src) in IR_METRICS.items()},
     **{f"retrieval/chunk/{m}_at_<k>": MetricInfo(d + _PER_QUERY, f"{_TREC} {src}", "over the ranked chunks",
-                                                kind="diagnostic") for m, (d, src) in _IR.items()},
+                                                kind="diagnostic") for m, (d, src) in IR_METRICS.items()},
     "retrieval/evidence_text_recall": MetricInfo(
         "share of the gold evidence texts found in the top-k hit texts" + _PER_QUERY, "ragbench.evidence",
         kind="diagnostic"),
@@ -41,6 +46,14 @@ METRICS: dict[str, MetricInfo] = {
         "share of the gold evidence articles that a top-k hit comes from" + _PER_QUERY,
         "MultiHop-RAG EvidenceRecall@K", "only for adapters that declare doc_recall", kind="diagnostic"),
 }
+# the sweep table's columns (the job's own top-k under one name: in a top-k sweep these differ, @5 would not)
+# and its ranking of a retrieval-only sweep, which has no answer/f1
+METRICS["retrieval/hit_at_<k>"] = replace(METRICS["retrieval/hit_at_<k>"],
+                                          columns=(Column("retrieval/hit_at_topk", "hit@k", 2),))
+METRICS["retrieval/mrr_at_<k>"] = replace(METRICS["retrieval/mrr_at_<k>"], columns=(Column(MRR_KEY, "mrr@10", 3),),
+                                          ranks=(Rank(MRR_KEY, "fallback"),))
+METRICS["retrieval/recall_at_<k>"] = replace(METRICS["retrieval/recall_at_<k>"],
+                                             columns=(Column("retrieval/recall_at_topk", "rec@k", 7),))
 
 
 def metric_ks(topk: int) -> list[int]:

@@ -25,7 +25,36 @@ from ragbench.generate.prompts import (
     require_str,
     resolve_prompt_file,
 )
+from ragbench.metric_info import Column, MetricInfo
 from ragbench.types import Context
+
+# the per-case keys of the LLM judge (ragbench.judge.llm.LLMJudge), graded with these rubrics
+_RUBRIC = "the judge model's grade with the rubric file's {} rubric (conf/prompt/judge), 0-4, divided by 4"
+_OV = "OpenViking's 0-4 accuracy rubric (benchmark/RAG)"
+_EASYRAG = "EasyRAG's {} rubric"
+METRICS = {
+    "judge/score": MetricInfo("the accuracy grade on its 0-4 scale (mean over judge.repeats)", _OV),
+    "judge/accuracy": MetricInfo(_RUBRIC.format("accuracy"), _OV, columns=(Column("judge/accuracy", "judge", 5),)),
+    "judge/correctness": MetricInfo(_RUBRIC.format("correctness"), _EASYRAG.format("correctness")),
+    "judge/faithfulness": MetricInfo(_RUBRIC.format("faithfulness"), _EASYRAG.format("faithfulness")),
+    "judge/relevance": MetricInfo(_RUBRIC.format("relevance"), _EASYRAG.format("relevance")),
+    "judge/judge_failed": MetricInfo("1 when some rubric got no parsable verdict (that rubric's key is then absent)",
+                                     "ragbench", higher_is_better=False, kind="diagnostic"),
+    "judge/heuristic_refusal": MetricInfo(
+        "1 when the refusal shortcut graded the case without asking the model (an unanswerable question refused)",
+        "OpenViking's Heuristic_Refusal_Check", kind="diagnostic"),
+    "judge/spread": MetricInfo("max - min accuracy grade (0-4) over judge.repeats (repeats > 1)", "ragbench",
+                               higher_is_better=False, kind="diagnostic"),
+    "judge/flip": MetricInfo("1 when the repeats fall on both sides of judge.pass_threshold (repeats > 1)",
+                             "ragbench", higher_is_better=False, kind="diagnostic"),
+    "judge/prompt_tokens": MetricInfo("prompt tokens the judge's requests used", "the provider's usage (litellm)",
+                                      higher_is_better=False, kind="diagnostic"),
+    "judge/completion_tokens": MetricInfo("completion tokens the judge's requests used",
+                                          "the provider's usage (litellm)", higher_is_better=False,
+                                          kind="diagnostic"),
+    "judge/cost_usd": MetricInfo("cost of the judge's requests, US dollars", "litellm's cost map",
+                                 higher_is_better=False, kind="diagnostic"),
+}
 
 RUBRIC_VARIABLES = ("question", "gold", "answer", "references")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)

@@ -10,11 +10,19 @@ from typing import Any
 import yaml
 
 from ragbench.errors import ConfigError
-from ragbench.judge.metric_info import MetricInfo, lookup
+from ragbench.metric_info import MetricInfo, lookup
 from ragbench.protocols import RetrievalScorer
 
 CONFIG_KEY = "metrics.retrieval"  # a list of {_target_: ...} nodes; optional, absent = none
 PREFIX = "retrieval/"
+# What a run's key from a scorer means where the scorer is not at hand (compare, the sweep table read the logged
+# keys, not the config): every scorer key is a higher-is-better diagnostic (``check_scorer``), so this one
+# declaration holds for all of them. ``ragbench.metric_keys`` tries it after every built-in declaration.
+METRICS = {
+    f"{PREFIX}<name>": MetricInfo("a retrieval metric of a RetrievalScorer from outside the package (metrics.retrieval); "
+                                  "its definition is the scorer's own `metrics` declaration",
+                                  "the scorer's `metrics`", kind="diagnostic"),
+}
 
 
 def check_scorer(scorer: object, where: str) -> RetrievalScorer:
@@ -24,9 +32,11 @@ def check_scorer(scorer: object, where: str) -> RetrievalScorer:
         raise ConfigError(f"{where} ({type(scorer).__name__}) is not a RetrievalScorer; fix: give it a `metrics` "
                           "mapping of key -> MetricInfo and a score(*, ranked, covered, qrels, chunk_qrels, ks) method")
     for key, info in scorer.metrics.items():
-        if not isinstance(info, MetricInfo) or not str(key).startswith(PREFIX) or info.kind != "diagnostic":
+        if (not isinstance(info, MetricInfo) or not str(key).startswith(PREFIX) or "/" in str(key)[len(PREFIX):]
+                or info.kind != "diagnostic" or not info.higher_is_better):
             raise ConfigError(f"{where} declares {key!r}; fix: declare each key as 'retrieval/<name>' with "
-                              "MetricInfo(..., kind='diagnostic') (a retrieval figure averages the queries that have it)")
+                              "MetricInfo(..., kind='diagnostic') and higher_is_better=True (a retrieval figure "
+                              "averages the queries that have it, and compare reads it as higher is better)")
     return scorer
 
 

@@ -13,13 +13,16 @@ import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.metric_info import Column, MetricInfo, Rank
 
 _SQUAD = "SQuAD v1.1 evaluate-v1.1.py"
 # ragbench.judge.lexical logs them; scores: a failed case counts 0 end to end
 METRICS = {
-    "answer/em": MetricInfo("1 when the normalised answer equals a normalised gold answer", f"{_SQUAD} exact_match"),
-    "answer/f1": MetricInfo("token F1 of the normalised texts, max over the gold answers", f"{_SQUAD} f1_score"),
+    "answer/em": MetricInfo("1 when the normalised answer equals a normalised gold answer", f"{_SQUAD} exact_match",
+                            columns=(Column("answer/em", "em", 6),)),
+    # the sweep table leads with it and ranks a sweep of answering jobs on it
+    "answer/f1": MetricInfo("token F1 of the normalised texts, max over the gold answers", f"{_SQUAD} f1_score",
+                            columns=(Column("answer/f1", "f1", 1),), ranks=(Rank("answer/f1", "answer"),)),
     "answer/contains": MetricInfo("1 when a normalised gold answer is a whole-token run inside the answer",
                                   "BERGEN Match / MultiHop-RAG AnswerContains"),
 }

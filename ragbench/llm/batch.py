@@ -7,6 +7,15 @@ endpoint, every request's custom id and body) as soon as the provider has accept
 which polls the recorded batch instead of sending it again. Cost: litellm's batch prices
 (``input_cost_per_token_batches`` / ``output_cost_per_token_batches``) where its cost map has them, else
 ``BATCH_DISCOUNT`` (0.5, the discount OpenAI, Anthropic, Mistral and Vertex AI publish) times list price.
+A new batch is reserved against the budget before it is submitted (``ragbench.budget``); a resumed one
+was paid for by the run that submitted it, and is only booked.
+
+A job's rounds (:class:`Batching`, run by ``ragbench.pipeline``): the cases run with every LLM request
+that misses the reply cache *deferred* (``LLMClient.complete`` records it and raises :class:`Deferred`);
+the requests gathered from all cases go out as one batch per model (``flush``: the generation round,
+then the judge round), and the deferred cases run again, their replies now answered from the batch
+through the client's normal path (the same reply checks, parsing, caching and accounting). A case is
+run until no request of it is deferred: one round per dependent step (generation, then the judges).
 """
 
 from __future__ import annotations
@@ -14,15 +23,20 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
+from ragbench import interrupts
 from ragbench.budget import LEDGER
 from ragbench.cache.store import StageCache, make_key
-from ragbench.errors import ConfigError, LLMError
+from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm.usage import max_cost_usd
+from ragbench.redact import mask_secrets
 from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
@@ -34,6 +48,10 @@ BATCH_DISCOUNT = 0.5
 BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "mistral", "xai")
 DONE = {"completed"}
 FAILED = {"failed", "expired", "cancelled", "cancelling"}
+LOG_EVERY_S = 60.0  # a poll is logged when the batch's state changes, else at most this often
+MAX_ROUNDS = 50  # a case that still defers after this many rounds is a loop, not a chain of requests
+MAX_POLL_ERRORS = 5  # polls failing in a row (the provider unreachable) before the run gives up (resumable)
+T = TypeVar("T")
 
 
 def provider_of(model: str) -> str:
@@ -41,13 +59,15 @@ def provider_of(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "openai"
 
 
-def check_provider(model: str, role: str) -> str:
-    """The provider of ``model``, or a one-line ConfigError for a provider without a batch API."""
+def check_provider(model: str, role: str, switch: str | None = None) -> str:
+    """The provider of ``model``, or a one-line ConfigError for a provider without a batch API.
+    ``switch``: the setting that turned batching on (default ``<role>.batch``)."""
     provider = provider_of(model)
+    switch = switch or f"{role}.batch"
     if provider not in BATCH_PROVIDERS:
-        raise ConfigError(f"{role}.batch=true: {role}.model={model!r} is served by {provider!r}, which has no "
+        raise ConfigError(f"{switch}=true: {role}.model={model!r} is served by {provider!r}, which has no "
                           f"batch API through litellm (batch providers: {', '.join(BATCH_PROVIDERS)}); "
-                          f"fix: set {role}.batch=false")
+                          f"fix: set {switch}=false")
     return provider
 
 
@@ -58,6 +78,8 @@ class BatchReply:
     text: str | None
     usage: Usage
     error: str | None = None
+    stopped: str | None = None  # the budget message when the request was not sent (the budget is spent)
+    batch_id: str | None = None
 
 
 def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
@@ -113,34 +135,82 @@ class BatchRunner:
                          "requests": {cid: dict(b) for cid, b in sorted(bodies.items())}})
 
     def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, BatchReply]:
-        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``})."""
+        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``}).
+
+        A new batch is reserved against the budget before it is submitted (its maximum cost at the batch
+        price, one call per request); requests past ``budget.max_calls`` are not sent (their replies carry
+        ``stopped``). A batch recorded by an earlier run for the same requests is polled, not submitted."""
         if not bodies:
             return {}
         from ragbench.llm.loader import litellm
 
         lib = litellm()
         key = self.key(bodies)
-        record = self.store.get_record(STAGE, key) if self.store is not None else None
-        if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
-            self.batch_id, self.resumed = record["batch_id"], True
+        record = self._recorded(key)
+        holds: list[float] | None = None
+        stopped: str | None = None
+        sent = dict(bodies)
+        if record is None:
+            holds, stopped = self._reserve(bodies)
+            if stopped is not None:  # the budget admits only the first len(holds) requests
+                sent = dict(list(bodies.items())[: len(holds)])
+                if not sent:
+                    return {cid: BatchReply(None, Usage(), stopped, stopped=stopped) for cid in bodies}
+                key = self.key(sent)
+                record = self._recorded(key)
+        if record is not None:
+            self.batch_id, self.resumed = record, True
             log.info("%s: resuming batch %s (%d requests), submitted by an earlier run", self.role,
-                     self.batch_id, len(bodies))
+                     self.batch_id, len(sent))
         else:
-            self.batch_id = self._submit(lib, bodies, key)
-        held = [LEDGER.reserve(BATCH_DISCOUNT * max_cost_usd(model=self.model, messages=b.get("messages", []),
-                                                           max_tokens=self.max_tokens) if LEDGER.prices_requests else 0.0)
-                for b in bodies.values()]
+            try:
+                self.batch_id = self._submit(lib, sent, key)
+            except BaseException:
+                for hold in holds or ():
+                    LEDGER.settle(self.role, Usage(), hold)
+                raise
         replies: dict[str, BatchReply] = {}
         try:
             replies = self._results(lib, self._wait(lib, key))
-        finally:
-            for cid, hold in zip(bodies, held, strict=True):
+        finally:  # every request booked at its batch cost: settled (this run reserved it) or recorded
+            for i, cid in enumerate(sent):
                 reply = replies.get(cid)
-                LEDGER.settle(self.role, reply.usage if reply else Usage(), hold)
-        missing = [cid for cid in bodies if cid not in replies]
-        for cid in missing:
-            replies[cid] = BatchReply(None, Usage(), "no result line for this request in the batch output")
-        return replies
+                usage = reply.usage if reply else Usage()
+                if holds is not None:
+                    LEDGER.settle(self.role, usage, holds[i])
+                else:  # resumed: submitted (and reserved) by the run that ended; booked here, once
+                    LEDGER.record(self.role, usage)
+        out: dict[str, BatchReply] = {}
+        for cid in bodies:
+            if cid not in sent:
+                out[cid] = BatchReply(None, Usage(), stopped, stopped=stopped)
+            elif cid in replies:
+                out[cid] = replace(replies[cid], batch_id=self.batch_id)
+            else:
+                out[cid] = BatchReply(None, Usage(), "no result line for this request in the batch output",
+                                      batch_id=self.batch_id)
+        return out
+
+    def _recorded(self, key: str) -> str | None:
+        """The id of the batch an earlier run submitted for this request set (kept in the stage cache)."""
+        record = self.store.get_record(STAGE, key) if self.store is not None else None
+        if isinstance(record, dict) and isinstance(record.get("batch_id"), str):
+            return str(record["batch_id"])
+        return None
+
+    def _reserve(self, bodies: Mapping[str, Mapping[str, Any]]) -> tuple[list[float], str | None]:
+        """Holds one budget call per request (the first also holds the whole batch's maximum cost at the
+        batch price, under ``max_usd``); (the holds, the budget message when not every request fits)."""
+        usd = sum(BATCH_DISCOUNT * max_cost_usd(model=self.model, messages=b.get("messages", []),
+                                                max_tokens=self.max_tokens)
+                  for b in bodies.values()) if LEDGER.prices_requests else 0.0
+        holds: list[float] = []
+        for i in range(len(bodies)):
+            try:
+                holds.append(LEDGER.reserve(usd if i == 0 else 0.0))
+            except BudgetExhaustedError as exc:
+                return holds, str(exc)
+        return holds, None
 
     def _submit(self, lib: Any, bodies: Mapping[str, Mapping[str, Any]], key: str) -> str:
         name = self.model.split("/", 1)[-1]
@@ -148,22 +218,48 @@ class BatchRunner:
                  for cid, body in bodies.items()]
         data = io.BytesIO(("\n".join(lines) + "\n").encode())
         data.name = "ragbench-batch.jsonl"
-        uploaded = lib.create_file(file=data, purpose="batch", **self._kwargs())
-        batch = lib.create_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=uploaded.id,
-                                 **self._kwargs())
+        try:
+            uploaded = lib.create_file(file=data, purpose="batch", **self._kwargs())
+            batch = lib.create_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=uploaded.id,
+                                     **self._kwargs())
+        except Exception as exc:  # noqa: BLE001 - litellm/openai errors of every kind: one line, key masked
+            raise LLMError(f"{self.role} batch of {len(bodies)} requests to {self.model!r}: submission failed: "
+                           f"{type(exc).__name__}: {self._detail(exc)}; fix: check {self.role}.api_base and the "
+                           f"key, or set {self.role}.batch=false") from None
         if self.store is not None:  # recorded before any wait: a killed run resumes this batch
             self.store.put_record(STAGE, key, {"stage": STAGE, "model": self.model, "requests": len(bodies)},
                                   {"batch_id": batch.id, "input_file_id": uploaded.id, "submitted": time.time()})
         log.info("%s: submitted batch %s of %d requests to %s", self.role, batch.id, len(bodies), self.provider)
         return str(batch.id)
 
+    def _detail(self, exc: BaseException) -> str:
+        return mask_secrets(" ".join(str(exc).split()))[:200]
+
     def _wait(self, lib: Any, key: str) -> Any:
         start = time.monotonic()
+        shown: tuple[Any, ...] | None = None
+        last = 0.0
+        errors = 0
         while True:
-            batch = lib.retrieve_batch(batch_id=self.batch_id, **self._kwargs())
+            interrupts.check()  # a safe point: the batch id is kept, a rerun polls it
+            try:
+                batch = lib.retrieve_batch(batch_id=self.batch_id, **self._kwargs())
+                errors = 0
+            except Exception as exc:  # noqa: BLE001 - the provider unreachable for a moment: poll again
+                errors += 1
+                if errors >= MAX_POLL_ERRORS:
+                    raise LLMError(f"{self.role} batch {self.batch_id}: {errors} polls failed in a row "
+                                   f"({type(exc).__name__}: {self._detail(exc)}); fix: rerun when the provider "
+                                   f"answers: the batch id is kept, the rerun polls it") from None
+                self.sleep(self.poll_s)
+                continue
             counts = getattr(batch, "request_counts", None)
             done, total = getattr(counts, "completed", 0) or 0, getattr(counts, "total", 0) or 0
-            log.info("%s: batch %s %s, %d/%d requests done", self.role, self.batch_id, batch.status, done, total)
+            now = time.monotonic()
+            if (batch.status, done) != shown or now - last >= LOG_EVERY_S or batch.status in DONE:
+                log.info("%s: batch %s %s, %d/%d requests done (%.0f s)", self.role, self.batch_id,
+                         batch.status, done, total, now - start)
+                shown, last = (batch.status, done), now
             if batch.status in DONE:
                 return batch
             if batch.status in FAILED:
@@ -173,7 +269,7 @@ class BatchRunner:
                 raise LLMError(f"{self.role} batch {self.batch_id} of {self.model!r} ended {batch.status}: "
                                f"{getattr(batch, 'errors', None)}; fix: rerun (a new batch is submitted) or set "
                                f"{self.role}.batch=false")
-            if time.monotonic() - start > self.max_wait_s:
+            if now - start > self.max_wait_s:
                 raise LLMError(f"{self.role} batch {self.batch_id} is still {batch.status} after "
                                f"{self.max_wait_s:g} s; fix: rerun later: the batch id is kept, the rerun polls it")
             self.sleep(self.poll_s)
@@ -202,3 +298,170 @@ class BatchRunner:
         text = (choices[0].get("message") or {}).get("content")
         return BatchReply(text if isinstance(text, str) else None,
                           Usage(prompt_tokens=p, completion_tokens=c, cost_usd=batch_cost(self.model, p, c)))
+
+
+# ---------------------------------------------------------------------------------------------- a job's rounds
+class Deferred(BaseException):
+    """Raised by ``LLMClient.complete`` in a batch round for a request whose reply is not in yet: the case
+    is put aside and run again once the round's batch is back. A BaseException, so that no ``except
+    Exception`` on the way (a judge's, the case runner's) records it as a failed case."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    client: Any  # the LLMClient that deferred it (ragbench.llm.client; not imported: no cycle)
+    body: dict[str, Any]
+    request: dict[str, Any]
+    cache_if: Callable[[str], bool] | None
+
+
+class Batching:
+    """One job's batch rounds: the requests deferred by its cases (``defer``), sent as one batch per
+    model and role (``flush``), and their replies (``take``) for the clients to answer the cases with.
+
+    ``default``: whether a client whose ``batch`` is None (an LLM judge without its own switch) defers.
+    Thread-safe: the pipeline runs cases in a pool."""
+
+    def __init__(self, *, default: bool = True, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.default = default
+        self.sleep = sleep
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[Any, ...], dict[str, _Pending]] = {}
+        self._replies: dict[str, BatchReply] = {}
+        self._taken: set[str] = set()
+        self.batch_ids: list[str] = []
+        self.rounds = 0
+
+    def defers(self, client: Any) -> bool:
+        """Whether ``client``'s uncached requests wait for a batch."""
+        flag = getattr(client, "batch", None)
+        return self.default if flag is None else bool(flag)
+
+    def take(self, custom_id: str) -> tuple[BatchReply, bool] | None:
+        """The batch's reply to a request and whether this is its first use (a duplicate request of
+        another case is served like a cache hit: it was paid for once), or None."""
+        with self._lock:
+            reply = self._replies.get(custom_id)
+            if reply is None:
+                return None
+            first = custom_id not in self._taken
+            self._taken.add(custom_id)
+            return reply, first
+
+    def defer(self, client: Any, custom_id: str, body: Mapping[str, Any], request: Mapping[str, Any],
+              cache_if: Callable[[str], bool] | None = None) -> None:
+        """Adds a request to this round's batch of ``client``'s model and role (once per custom id)."""
+        group = (client.model, client.api_base, client.api_key_env, client.role)
+        with self._lock:
+            self._pending.setdefault(group, {}).setdefault(
+                custom_id, _Pending(client, dict(body), dict(request), cache_if))
+
+    def answered(self, custom_id: str) -> bool:
+        """Whether a batch of this job already brought a reply (or an error) for the request."""
+        with self._lock:
+            return custom_id in self._replies
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._pending.values())
+
+    def flush(self) -> None:
+        """Sends this round's requests, one batch per model and role, waits for them, and keeps the replies
+        (each client also writes them to its reply cache: a rerun is a cache hit)."""
+        with self._lock:
+            groups, self._pending = self._pending, {}
+        self.rounds += 1
+        for requests in groups.values():
+            client = next(iter(requests.values())).client
+            runner = client.batch_runner(sleep=self.sleep)
+            log.info("%s: batch round %d: %d requests to %s", client.role, self.rounds, len(requests), client.model)
+            replies = runner.run({cid: p.body for cid, p in requests.items()})
+            if runner.batch_id and runner.batch_id not in self.batch_ids:
+                self.batch_ids.append(runner.batch_id)
+            for cid, p in requests.items():
+                client.keep_batch_reply(p.request, replies[cid], p.cache_if)
+            with self._lock:
+                self._replies.update(replies)
+
+
+_ACTIVE: Batching | None = None
+
+
+def active() -> Batching | None:
+    """The batch rounds running in this process (``run_rounds``), or None: requests are sent at once."""
+    return _ACTIVE
+
+
+@contextmanager
+def rounds_of(batching: Batching) -> Iterator[Batching]:
+    """Makes ``batching`` the process's active rounds for the block (one job at a time per process)."""
+    global _ACTIVE
+    before, _ACTIVE = _ACTIVE, batching
+    try:
+        yield batching
+    finally:
+        _ACTIVE = before
+
+
+def job_batching(generator: Any, judges: Iterable[Any]) -> Batching | None:
+    """The job's batch rounds when its generator (``llm.batch``) or a judge (``judge.batch``) asks for them,
+    else None. An LLM judge without its own switch follows them: its provider is checked here, before
+    any case runs (one line for a provider without a batch API)."""
+    clients = [c for c in (getattr(x, "client", None) for x in (generator, *judges))
+               if c is not None and hasattr(c, "batch") and hasattr(c, "model")]
+    if not any(c.batch is True for c in clients):
+        return None
+    switch = "llm.batch" if getattr(getattr(generator, "client", None), "batch", None) is True else "judge.batch"
+    for client in clients:
+        if client.batch is None:
+            check_provider(client.model, client.role, switch)
+    return Batching(default=True)
+
+
+def run_rounds(batching: Batching, run_case: Callable[[int], T], n: int, *, workers: int = 1) -> list[T]:
+    """Runs cases ``0..n-1`` in batch rounds: every case runs; a case that raised :class:`Deferred` runs
+    again after ``batching.flush()``, until none defers. Returns the results in case order (progress:
+    a log line per round and the batches' poll lines)."""
+    results: dict[int, T] = {}
+    todo = list(range(n))
+
+    def attempt(i: int) -> tuple[int, T | None]:
+        try:
+            return i, run_case(i)
+        except Deferred:
+            return i, None
+
+    with rounds_of(batching):
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        with pool or nullcontext():
+            try:
+                _rounds(batching, attempt, todo, results, pool)
+            except BaseException:
+                if pool is not None:  # the cases not started yet are dropped, not run
+                    pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    return [results[i] for i in range(n)]
+
+
+def _rounds(batching: Batching, attempt: Callable[[int], tuple[int, T | None]], todo: list[int],
+            results: dict[int, T], pool: ThreadPoolExecutor | None) -> None:
+    n = len(todo)
+    while True:
+        deferred: list[int] = []
+        for i, result in (pool.map if pool else map)(attempt, todo):
+            if result is None:
+                deferred.append(i)
+            else:
+                results[i] = result
+        if not deferred:
+            break
+        if not batching.pending:  # a case deferred without a request to send: a bug, never a hang
+            raise LLMError(f"{len(deferred)} cases wait for a batch reply that no request asks for")
+        if batching.rounds >= MAX_ROUNDS:
+            raise LLMError(f"{len(deferred)} cases still wait for batch replies after {MAX_ROUNDS} "
+                           "rounds; fix: set llm.batch=false")
+        log.info("batch round %d: %d of %d cases wait for %d requests", batching.rounds + 1,
+                 len(deferred), n, batching.pending)
+        batching.flush()
+        todo = deferred

@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragbench.budget import LEDGER
+from ragbench.cache.keys import reply_key
 from ragbench.cache.mode import CacheMode
 from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
-from ragbench.errors import ConfigError, LLMError
+from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
+from ragbench.llm import batch as batching
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
 from ragbench.llm.errors import (
@@ -62,12 +64,17 @@ class LLMClient:
         role: str = "llm",
         cache: StageCache | None | object = JOB_STORE,
         cache_replies: bool = True,
+        batch: bool | None = None,
+        batch_poll_s: float = 30.0,
     ) -> None:
         """``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``; None:
         none); its ``cache.mode`` decides. ``cache_replies=False`` for a caller that keeps its replies as
         stage records itself (answers, verdicts): only the preflight probe is cached, so a rerun served
         from the stage cache still sends no request, and, while a budget is set, every reply (a budget
-        stop can fall between the replies one record needs; each was paid for and is found on rerun)."""
+        stop can fall between the replies one record needs; each was paid for and is found on rerun).
+        ``batch``: in a job's batch rounds (``ragbench.llm.batch``) True sends this client's uncached chat
+        requests as provider batches, False never, None as the job decides; ``batch_poll_s``: seconds
+        between polls of a batch."""
         if not model or not isinstance(model, str):
             raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
         if max_concurrency < 1:
@@ -78,6 +85,12 @@ class LLMClient:
                                  ("max_consecutive_failures", max_consecutive_failures, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"{role}.{name} must be an integer >= {low}, got {value!r}")
+        if batch is not None and not isinstance(batch, bool):
+            raise ConfigError(f"{role}.batch must be true or false, got {batch!r}")
+        if isinstance(batch_poll_s, bool) or not isinstance(batch_poll_s, int | float) or not batch_poll_s > 0:
+            raise ConfigError(f"{role}.batch_poll_s must be a number of seconds > 0, got {batch_poll_s!r}")
+        if batch:
+            batching.check_provider(model, role)  # a provider without a batch API: one line, at build time
         if api_key_env and not os.environ.get(api_key_env):
             raise ConfigError(
                 f"{role}.api_key_env names the environment variable {api_key_env}, which is not set\n"
@@ -99,6 +112,8 @@ class LLMClient:
         store = job_store() if cache is JOB_STORE else cache
         self.cache = ReplyCache(store, self._where()) if isinstance(store, StageCache) else None
         self.cache_replies = cache_replies
+        self.batch = batch
+        self.batch_poll_s = float(batch_poll_s)
         self._slots = threading.BoundedSemaphore(max_concurrency)
         # litellm (~5 s) is imported by the first request (the preflight, before the case loop), so a
         # config error answers in about a second; its import time never enters a reply's latency.
@@ -123,8 +138,17 @@ class LLMClient:
         msgs, params = request["messages"], request["params"]
         cache = self.cache  # looked up for every caller: a reply kept under a budget (below) is found
         start = time.perf_counter()
+        rounds = batching.active()
+        if rounds is not None and PREFLIGHT not in params:  # a job's batch rounds (ragbench.llm.batch)
+            fed = self._from_batch(rounds, request, start)
+            if fed is not None:
+                return fed
         hit = cache.get("chat", request, lambda e: isinstance(e.get("text"), str) and (
             cache_if is None or cache_if(e["text"]))) if cache is not None else None
+        if hit is None and rounds is not None and PREFLIGHT not in params and rounds.defers(self):
+            key = reply_key("chat", request)
+            rounds.defer(self, key, self._body(msgs), request, cache_if)
+            raise batching.Deferred(key)
         if hit is not None:
             LEDGER.record(self.role, usage_from_cache(hit))  # saved, not spent (ragbench.budget)
             return Completion(
@@ -151,6 +175,71 @@ class LLMClient:
         return Completion(
             text=text, model=self.model, usage=usage, latency_s=time.perf_counter() - start, attempts=attempts
         )
+
+    def gather(self, calls: Sequence[tuple[Sequence[Message], Mapping[str, Any] | None,
+                                           Callable[[str], bool] | None]]) -> None:
+        """In a job's batch rounds: defers each of ``calls`` ((messages, key_extra, cache_if): requests the
+        caller is about to ``complete`` one after the other) that has no reply yet, so that they go in the
+        same batch; outside batch rounds, nothing."""
+        rounds = batching.active()
+        if rounds is None or not rounds.defers(self):
+            return
+        for messages, key_extra, cache_if in calls:
+            request = self._request(messages, key_extra)
+            key = reply_key("chat", request)
+            if rounds.answered(key) or (self.cache is not None and self.cache.get(
+                    "chat", request, _usable(cache_if)) is not None):
+                continue
+            rounds.defer(self, key, self._body(request["messages"]), request, cache_if)
+
+    def batch_runner(self, *, sleep: Callable[[float], None] = time.sleep) -> batching.BatchRunner:
+        """A runner sending this client's requests as one batch of its provider (``ragbench.llm.batch``)."""
+        secret = os.environ.get(self.api_key_env) if self.api_key_env else None
+        register(secret)
+        store = self.cache.store if self.cache is not None else None
+        return batching.BatchRunner(model=self.model, role=self.role, api_base=self.api_base, api_key=secret,
+                                    store=store, poll_s=self.batch_poll_s, max_tokens=self.max_tokens, sleep=sleep)
+
+    def keep_batch_reply(self, request: Mapping[str, Any], reply: batching.BatchReply,
+                         cache_if: Callable[[str], bool] | None) -> None:
+        """Writes a batch's reply to the reply cache as the reply of a sent request would be kept (size
+        bound, key masked, ``cache_if``): it was paid for, and a rerun is then a cache hit."""
+        if self.cache is None or reply.text is None or len(reply.text) > self.max_reply_chars:
+            return
+        text = mask_secrets(reply.text)
+        if cache_if is None or cache_if(text):
+            self.cache.put("chat", request, {"text": text, "model": self.model, **usage_to_dict(reply.usage)})
+
+    def _from_batch(self, rounds: batching.Batching, request: Mapping[str, Any], start: float) -> Completion | None:
+        """The reply a batch brought for ``request``, through the checks a sent request's reply gets (a
+        request the batch failed raises as a failed call); None when no batch answered it."""
+        taken = rounds.take(reply_key("chat", request))
+        if taken is None:
+            return None
+        reply, first = taken
+        if reply.stopped is not None:
+            raise BudgetExhaustedError(reply.stopped)
+        if reply.text is None:
+            raise LLMResponseError(f"{self._where()}: batch {reply.batch_id} answered this request with an "
+                                   f"error: {mask_secrets(str(reply.error))[:200]}; fix: rerun (the request is "
+                                   f"sent again in a new batch) or set {self.role}.batch=false")
+        if len(reply.text) > self.max_reply_chars:
+            raise LLMReplyTooLargeError(
+                f"{self._where()}: the reply has {len(reply.text):,} characters, more than "
+                f"{self.role}.max_reply_chars={self.max_reply_chars:,}; it is not stored or judged; "
+                f"fix: {self._fix(LLMReplyTooLargeError)}")
+        usage = reply.usage if first else usage_from_cache(usage_to_dict(reply.usage))
+        if not first:  # the same request of another case, sent once: served like a cache hit
+            LEDGER.record(self.role, usage)
+        return Completion(text=mask_secrets(reply.text), model=self.model, usage=usage,
+                          latency_s=time.perf_counter() - start, attempts=1 if first else 0)
+
+    def _body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        """A chat request's body as ``complete`` sends it, without the model: one line of a batch."""
+        body: dict[str, Any] = {"messages": [dict(m) for m in messages], "temperature": self.temperature}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
 
     def cached(self, messages: Sequence[Message], *, key_extra: Mapping[str, Any] | None = None) -> bool:
         """Whether ``complete(messages)`` would be served from the reply cache (``plan=true`` asks)."""
@@ -321,6 +410,11 @@ class LLMClient:
                 raise cls(f"{message}; fix: {self._fix(cls)}") from None  # the chained original could carry the key
         self.breaker.success()
         return result, usage_sum(paid), attempts
+
+
+def _usable(cache_if: Callable[[str], bool] | None) -> Callable[[dict[str, Any]], bool]:
+    """A cached chat reply's test: a text that ``cache_if`` (when given) accepts."""
+    return lambda entry: isinstance(entry.get("text"), str) and (cache_if is None or cache_if(entry["text"]))
 
 
 def _import_seconds() -> float:

@@ -67,7 +67,7 @@ def make_plan(overrides: Sequence[str]) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from ragbench import redact
-    from ragbench.app import build
+    from ragbench.build import build
     from ragbench.plan.rates import read_rates
 
     jobs = expand([o for o in overrides if o not in ("-m", "--multirun")])

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragbench.judge.metric_info import MetricInfo
+from ragbench.metric_info import MetricInfo
 
 PREFIX = "retrieval/ann_recall_at_"
 METRICS = {
-    f"{PREFIX}k": MetricInfo(
+    f"{PREFIX}<k>": MetricInfo(
         "mean over queries of |approximate top k & exact top k| / |exact top k|, exact = a flat inner-product "
         "search of the same query vectors over the same corpus vectors (ties at the cut: lower row first)",
         "the recall@k of ANN benchmarks (ann-benchmarks, faiss's own evaluations)",
-        kind="diagnostic",
+        kind="diagnostic", job_level="mean over the queries that have an exact hit (the index's own search)",
     ),
 }
 

@@ -52,6 +52,39 @@ def encode_to_file(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequenc
     return out
 
 
+def concat_to_file(parts: Sequence[np.ndarray], folder: Path | None, *, block: int = SEARCH_BLOCK_ROWS) -> np.ndarray:
+    """The row-wise concatenation of ``parts`` (memory-mapped shards) in a spilled ``.npy`` under ``folder``,
+    as ``encode_to_file`` leaves it (copied ``block`` rows at a time: one block in memory); rows-only
+    parts (shape ``(0, 0)``: a shard without rows) are skipped."""
+    full = [p for p in parts if len(p)]
+    if not full:
+        raise RagbenchError("no vectors to concatenate; fix: check the dataset and chunker")
+    dims = {int(p.shape[1]) for p in full}
+    if len(dims) != 1:
+        raise RagbenchError(f"the shards hold vectors of different widths {sorted(dims)}; fix: rebuild them with "
+                            "cache.mode=refresh")
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".spill-", suffix=".npy", dir=folder)
+    os.close(fd)
+    out = np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=(sum(map(len, full)), dims.pop()))
+    if folder is None:
+        os.unlink(name)
+    try:
+        row = 0
+        for part in full:
+            for start in range(0, len(part), block):
+                chunk = np.asarray(part[start: start + block], dtype=np.float32)
+                out[row: row + len(chunk)] = chunk
+                row += len(chunk)
+        out.flush()
+    except BaseException:
+        if folder is not None:
+            Path(name).unlink(missing_ok=True)
+        raise
+    return out
+
+
 def spilled_file(vectors: np.ndarray) -> Path | None:
     """The ``.npy`` file a spilled matrix (``encode_to_file``) maps, while it still exists."""
     if isinstance(vectors, np.memmap) and vectors.filename and Path(vectors.filename).name.startswith(".spill-"):

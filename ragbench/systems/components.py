@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ragbench.errors import ConfigError
+from ragbench.metric_info import MetricInfo
 from ragbench.systems.matching import ContextMatcher, total_counts
 from ragbench.systems.records import SystemRecord
 from ragbench.systems.responses import DuplicateResponseError, MissingResponseError
@@ -188,6 +189,15 @@ class SystemGenerator:
             record = self.source.record(query, list(contexts))  # type: ignore[call-arg]
         return Answer(text=record.answer, model=self.identity, latency_s=(record.latency_ms or 0.0) / 1000.0,
                       usage=record.usage, citations=record.citations)
+
+
+# system_metrics' keys: the session's counters (answered, failed, missing, duplicate_qids, unknown_qids,
+# empty_answers, questions, contexts, contexts_matched_id|exact|soft, contexts_unmatched)
+METRICS = {
+    "system/<name>": MetricInfo("how an external RAG system's questions went and how its contexts matched the "
+                                "dataset (retrieval metrics rank the matched contexts only)", "ragbench.systems",
+                                kind="diagnostic", job_level="a count", unit="count"),
+}
 
 
 def system_metrics(retriever: object) -> dict[str, float]:

@@ -4,8 +4,11 @@ nothing heavy is imported; a library that is not installed is tagged ``absent``.
 
 from __future__ import annotations
 
+import getpass
 import importlib.metadata
 import platform
+
+from ragbench.identity import git_commit
 
 # distribution names, as pip knows them -> the tag suffix
 LIBRARIES = {"torch": "torch", "sentence-transformers": "sentence_transformers", "faiss-cpu": "faiss",
@@ -37,3 +40,16 @@ def embedder_dim_tag(counts: dict[str, int] | object) -> dict[str, str]:
     (``counts["embedding_dim"]``, read off the vectors, so a cached index needs no model)."""
     dim = counts.get("embedding_dim") if isinstance(counts, dict) else None
     return {"ragbench.embedder_dim": str(dim)} if dim else {}
+
+
+def source_tags() -> dict[str, str]:
+    """MLflow's own source tags, which its UI shows in the run list and the run page."""
+    commit = git_commit()
+    tags = {"mlflow.source.type": "LOCAL", "mlflow.source.name": "python -m ragbench"}
+    if commit != "unknown":
+        tags["mlflow.source.git.commit"] = commit.removesuffix("+dirty")
+    try:
+        tags["mlflow.user"] = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        pass
+    return tags

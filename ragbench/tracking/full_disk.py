@@ -6,7 +6,7 @@ a job's other errors do) printed one traceback per write and left runs RUNNING. 
 the MLflow client of a store and raises ``DiskFull`` naming the store file (or the artifact folder) and
 its free space; ``disk_full`` names any other write's full disk (the stage cache). ``DiskFull`` is not an
 ``Exception``, so it passes every ``except Exception`` on its way up (a job's failure handling, Hydra's);
-``ragbench.lifecycle`` ends the open runs KILLED where the store still takes that and ``__main__`` prints
+``ragbench.job`` ends the open runs KILLED where the store still takes that and ``__main__`` prints
 its one line.
 """
 
@@ -72,7 +72,7 @@ class DiskFull(BaseException):
     """A write failed for want of space: the MLflow store, its artifacts, the stage cache. Not an
     ``Exception``: like an interrupt it must pass every ``except Exception`` on its way up (a job's failure
     handling, Hydra's, a callback's), because every later write and job would fail the same way. The job's
-    run ends KILLED where the store still takes that (``ragbench.lifecycle``); ``__main__`` prints ``line()``
+    run ends KILLED where the store still takes that (``ragbench.job``); ``__main__`` prints ``line()``
     and exits 1."""
 
     def __init__(self, *, what: str, path: Path, key: str, cause: str, run_id: str | None = None) -> None:

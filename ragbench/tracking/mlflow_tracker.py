@@ -19,7 +19,6 @@ from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
 from ragbench.redact import is_secret_key, redact_objs
 from ragbench.redact import redact as redact_text
-from ragbench.signals import Deferred
 from ragbench.tracking import store
 from ragbench.tracking.full_disk import FullDiskGuard
 from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
@@ -53,7 +52,7 @@ _EXPERIMENT_IDS: dict[tuple[str, str], str] = {}  # (tracking uri, experiment na
 
 
 @functools.lru_cache(maxsize=8)
-def _client_for(uri: str) -> Any:
+def client_for(uri: str) -> Any:
     """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
     store.prepare(uri)  # a sqlite store is created whole (under a lock) or named in a one-line error
     with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
@@ -67,13 +66,12 @@ class MlflowTracker:
     sweep callback never step on each other's state."""
 
     def __init__(self, *, uri: str = "sqlite:///mlruns/mlflow.db", artifact_root: str = "mlruns/artifacts",
-                 experiment: str = "ragbench", background_artifacts: bool = True) -> None:
+                 experiment: str = "ragbench") -> None:
         if not uri:
             raise ConfigError("tracking.uri is empty; use e.g. sqlite:///mlruns/mlflow.db or http://host:5000")
         self.uri = uri
         self.artifact_root = artifact_root
         self.experiment = experiment
-        self.background_artifacts = bool(background_artifacts)  # case files by a forked child (tracking.background)
         self._client: Any = None
         self._pending: dict[str, tuple[list[Any], list[Any], list[Any]]] = {}  # see batched()
         self._tables: dict[str, list[str]] = {}  # run id -> the tables logged to it (log_table)
@@ -83,8 +81,8 @@ class MlflowTracker:
         if self._client is None:
             if store.sqlite_path(self.uri) is not None:
                 store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
-            # an interrupt never cuts a store write in half; a full disk stops at the first failed write
-            self._client = Deferred(FullDiskGuard(_client_for(self.uri), uri=self.uri, artifact_root=self.artifact_root))
+            # a full disk stops at the first failed write (interrupts wait for a safe point: ragbench.interrupts)
+            self._client = FullDiskGuard(client_for(self.uri), uri=self.uri, artifact_root=self.artifact_root)
         return self._client
 
     def experiment_id(self) -> str:
@@ -119,7 +117,7 @@ class MlflowTracker:
 
     def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
         """A new RUNNING run, with MLflow's standard source tags (commit, entry point, user); returns its id."""
-        from ragbench.tracking.job_log import source_tags  # job_log imports this module
+        from ragbench.tracking.environment import source_tags
 
         all_tags = {**source_tags(), **{k: redact_text(str(v)) for k, v in tags.items()}}
         all_tags[OWNER_TAG] = owner()
@@ -137,6 +135,19 @@ class MlflowTracker:
         self.log_metrics(run_id, source.data.metrics)
         self.end_run(run_id, "FINISHED")
         return run_id
+
+    def finished_runs_of(self, job_hash: str) -> list[Any]:
+        """The FINISHED runs of one job (tag ``ragbench.job_hash``), newest first. Its RUNNING runs whose
+        process is gone (interrupted, killed) are closed as KILLED and tagged replaced; those of a live process
+        (a concurrent sweep) finish on their own."""
+        prior = self.runs_with_tag("ragbench.job_hash", job_hash)
+        for stale in (r for r in prior if r.info.status == "RUNNING"):
+            if owner_gone(stale.data.tags.get(OWNER_TAG)) is False:
+                continue
+            log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
+            self.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
+            self.end_run(stale.info.run_id, "KILLED")
+        return [r for r in prior if r.info.status == "FINISHED"]
 
     def close_stale_runs(self) -> list[str]:
         """Closes as KILLED the RUNNING runs whose owning process is verifiably gone (kill -9, OOM);
@@ -230,8 +241,8 @@ class MlflowTracker:
         self._list_tables(run_id, [artifact_file])
 
     def log_folder(self, run_id: str, folder: Path, *, tables: Sequence[str] = ()) -> None:
-        """Uploads a folder of finished artifact files as they are (``ragbench.tracking.background``: written
-        from redacted values); ``tables`` are those of them that are MLflow tables (``table_json``)."""
+        """Uploads a folder of finished artifact files as they are (a job's record: written from redacted
+        values); ``tables`` are those of them that are MLflow tables (``table_json``)."""
         self.client.log_artifacts(run_id, str(folder))
         if tables:
             self._list_tables(run_id, tables)

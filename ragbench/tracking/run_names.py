@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -95,3 +96,22 @@ def parse_run_name(name: str) -> tuple[str, list[str]]:
     if words and _NUMBER.match(words[-1]):
         return words[-1], words[:-1]
     return "", split_overrides(name)
+
+
+def job_labels(run_names: dict[str, str]) -> dict[str, str]:
+    """Short terminal labels: only the overrides that differ between the sweep's jobs, and the job number
+    (a value every job shares is noise in a comparison). Run names are ``topk=5 dataset=qasper #3``
+    (``ragbench.tracking.run_names``) or, from older sweeps, ``#3 dataset=qasper,retrieval.topk=5``."""
+    parsed = {run_id: parse_run_name(name) for run_id, name in run_names.items()}
+    values: dict[str, set[str]] = {}
+    shared_by = Counter(item for _, items in parsed.values() for item in set(items))
+    for _, items in parsed.values():
+        for item in items:
+            key, _, value = item.partition("=")
+            values.setdefault(key, set()).add(value)
+    out = {}
+    for run_id, (num, items) in parsed.items():
+        keep = [i for i in items if len(values[i.partition("=")[0]]) > 1 or shared_by[i] < len(parsed)]
+        first_num = (run_names[run_id] or "").startswith("#")
+        out[run_id] = " ".join([num, *keep] if first_num else [*keep, num]).strip() or num
+    return out

@@ -12,20 +12,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragbench.metric_keys import find, sweep_columns, sweep_ranks
 from ragbench.tracking.run_names import short_items
 
-KEY_METRICS = {  # metric -> short column label for the terminal, most telling first
-    # the job's own top-k under one name: in a top-k sweep these columns differ, @5 would not
-    "answer/f1": "f1", "retrieval/hit_at_topk": "hit@k", "retrieval/mrr_at_10": "mrr@10",
-    "context/evidence_text_recall": "ctx.rec", "judge/accuracy": "judge", "answer/em": "em",
-    "retrieval/recall_at_topk": "rec@k", "cases/failed": "failed", "cases/skipped": "skipped",
-}
+# metric -> short column label for the terminal, most telling first: the columns the declarations supply
+# (``MetricInfo.columns``; the job's own top-k under one name, so in a top-k sweep these columns differ)
+KEY_METRICS = {c.key: c.label for c in sweep_columns()}
 CSV_PARAMS = ("dataset.name", "retrieval.topk")  # always in runs.csv, beside the params that vary
 BASELINE_TAG = "ragbench.baseline"  # a baseline job's kind (ragbench.retrieval.baselines): closed_book | oracle
-RANK_FALLBACK = "retrieval/mrr_at_10"  # a retrieval-only sweep (stages=retrieval) has no answer/f1 to rank by
-AUTO, AUTO_ANSWER = "auto", "answer/f1"
-# relevance judged per document (ragbench.judge.document): the published tables' nDCG@10, else nDCG at the job's k
-DOC_LEAD = ("retrieval/doc/ndcg_at_10", "retrieval/doc/ndcg_at_topk")
+AUTO = "auto"
+# the ranking roles the declarations supply (``MetricInfo.ranks``): relevance judged per document leads (the
+# published tables' nDCG@10, else nDCG at the job's k), else the answer score; a retrieval-only sweep
+# (stages=retrieval) has no answer score and falls back to the retrieval one
+DOC_LEAD = tuple(sweep_ranks("lead"))
+(AUTO_ANSWER,) = sweep_ranks("answer")
+(RANK_FALLBACK,) = sweep_ranks("fallback")
 CSV_METRICS = tuple(dict.fromkeys(("cases/total", "cases/failed", *KEY_METRICS)))
 _CELL = 6  # "0.4321"
 _LABEL_MAX = 30
@@ -68,7 +69,8 @@ def short_label(label: str) -> str:
 def _fmt(value: Any, key: str) -> str:
     if not isinstance(value, int | float):
         return "-"
-    if key.startswith("cases/"):
+    info = find(key)
+    if info is not None and info.unit == "count":
         return f"{value:,.0f}"
     return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
 

@@ -133,7 +133,7 @@ def test_usage_errors_exit_2(sweep):
 
 def test_runs_accept_unique_id_prefixes(sweep, tmp_path, monkeypatch, capsys):
     """``--runs`` takes id prefixes as ``--baseline`` does (issue 27 item 5); in process, on the sweep's store."""
-    from ragbench.compare.__main__ import main as compare
+    from ragbench.compare.cli import main as compare
 
     cwd, jobs, _, _ = sweep
     monkeypatch.chdir(cwd)

@@ -99,7 +99,7 @@ def test_real_job_logs_everything(dataset, raw_types, tmp_path):
     assert len(rows[0]["retrieved_ids"]) == 5
     table = json.loads(_artifact(client, run, "cases_table.json"))
     assert len(table["data"]) == len(rows)
-    summary = json.loads(_artifact(client, run, "summary.json"))
+    summary = json.loads(_artifact(client, run, "run.json"))
     assert summary["fingerprints"]["dataset_sha256"] == t["ragbench.dataset_sha256"]
     assert "retrieval:" in _artifact(client, run, "config.yaml")
     # the dataset is a run input (mlflow.data) with its digest

@@ -10,8 +10,8 @@ import time
 import pytest
 from hydra import compose, initialize_config_module
 
-from ragbench.app import build
 from ragbench.budget import Budget, Ledger, accounting_metrics
+from ragbench.build import build
 from ragbench.datasets.sampling import sample
 from ragbench.errors import BudgetExhaustedError, ConfigError
 from ragbench.judge.aggregate import aggregate

@@ -134,7 +134,9 @@ def cmd_generate(overrides: list[str]) -> int:
     """Runs a generation; returns the exit code."""
     from hydra.utils import instantiate
 
-    import ragbench.__main__  # noqa: F401 - sets the offline environment defaults of `python -m ragbench`
+    from ragbench import offline
+
+    offline.set_defaults()
 
     cfg = compose(overrides)
     if cfg.llm.get("_target_") != LLM_TARGET:

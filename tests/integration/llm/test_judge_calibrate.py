@@ -65,7 +65,7 @@ def test_sweep_of_two_rubrics_logs_hand_worked_agreement_and_compares(llm_server
                                                                       monkeypatch, capsys):
     from mlflow import MlflowClient
 
-    from ragbench.compare.__main__ import run as compare
+    from ragbench.compare.cli import run as compare
 
     monkeypatch.setenv("OPENAI_API_KEY", "none")
     llm_server.rule = scripted_judge

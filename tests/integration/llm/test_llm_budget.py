@@ -131,7 +131,7 @@ def _job(overrides: list[str], tmp_path: Path, budget: Budget, plan: bool = Fals
                                                                                              Any]:
     """One job in-process as ``ragbench.app`` runs it (preflight, pipeline) with ``budget``: (result,
     its accounting, the plan predicted before it when asked)."""
-    from ragbench.app import build
+    from ragbench.build import build
     from ragbench.outcome import preflight
     from ragbench.pipeline import Pipeline
     from ragbench.plan.predict import predict

@@ -1,4 +1,4 @@
-"""Synthetic runs as cases.jsonl rows (the shape tracking/job_log.case_row writes)."""
+"""Synthetic runs as cases.jsonl rows (the shape ragbench.record.CaseRecord.row writes)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from ragbench.compare import select
-from ragbench.compare.__main__ import main
+from ragbench.compare.cli import main
 from ragbench.errors import ConfigError
 from tests.unit.compare.synth import rows, run, scores
 

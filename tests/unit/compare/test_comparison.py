@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragbench.compare import stats
+from ragbench import stats
 from ragbench.compare.analysis import analyse
 from ragbench.compare.comparison import ALL, BASELINE, regressions
 from ragbench.compare.metrics import default_metrics, metric_spec
@@ -70,10 +70,11 @@ def test_lower_is_better_metric_direction():
     ("judge/accuracy", "judge/accuracy", "mean", False, True),
     ("retrieval/mrr", "retrieval/mrr", "mean", False, False),
     ("context/tokens", "context/tokens", "mean", True, False),
-    ("context/evidence_recall_per_1k_tokens", "context/evidence_recall_per_1k_tokens", "mean", False, False),
+    ("context/evidence_text_recall_per_1k_tokens", "context/evidence_text_recall_per_1k_tokens", "mean", False,
+     False),
     ("latency/generate_p50_ms", "latency/generate_ms", "p50", True, False),
     ("latency/total_p95_ms", "latency/total_ms", "p95", True, False),
-    ("prompt_tokens", "prompt_tokens", "mean", True, False),
+    ("judge/prompt_tokens", "judge/prompt_tokens", "mean", True, False),
 ])
 def test_metric_specs(name, key, statistic, lower, zero):
     s = metric_spec(name)

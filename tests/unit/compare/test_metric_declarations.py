@@ -8,10 +8,10 @@ import pytest
 
 from ragbench.compare.metrics import metric_spec
 from ragbench.compare.runcases import from_rows
-from ragbench.compare.stats import verdict
 from ragbench.judge import claims, reference_free
 from ragbench.judge.aggregate import aggregate, is_score, metric_info
 from ragbench.judge.metric_info import MetricInfo
+from ragbench.stats import verdict
 from ragbench.types import CaseResult, Query
 
 LOWER = ("judge/claims/hallucination", "judge/claims/noise_sensitivity", "judge/claims/self_knowledge")
@@ -37,9 +37,9 @@ def test_every_declared_key_is_read_from_its_declaration():
     for key in ("judge/rf/context_ndcg", "judge/rf/faithfulness", "judge/claims/recall", "judge/claims/f1",
                 "judge/claims/context_utilisation"):
         assert not metric_spec(key).lower_is_better and metric_spec(key).zero_when_failed
-    # undeclared keys keep the rules they had: usage and failures are costs
+    # a judge's usage and failures are declared costs (ragbench.judge.asking)
     assert metric_spec("judge/claims/judge_failed").lower_is_better
-    assert metric_spec("judge/rf/prompt_tokens").lower_is_better and metric_info("judge/rf/prompt_tokens") is None
+    assert metric_spec("judge/rf/prompt_tokens").lower_is_better and not metric_info("judge/rf/prompt_tokens").higher_is_better
 
 
 def test_a_lower_is_better_score_cannot_be_declared():

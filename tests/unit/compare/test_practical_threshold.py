@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from ragbench.compare import stats
-from ragbench.compare.__main__ import run as cli
+from ragbench import stats
 from ragbench.compare.analysis import analyse
+from ragbench.compare.cli import run as cli
 from ragbench.compare.comparison import ALL, regressions
 from ragbench.compare.metrics import MIN_EFFECTS, MinEffect, metric_family, metric_spec, parse_min_effect
 from ragbench.compare.report import as_json
@@ -47,8 +47,8 @@ def test_threshold_is_the_larger_of_absolute_and_relative():
 @pytest.mark.parametrize(("name", "family"), [
     ("answer/f1", "score"), ("retrieval/mrr_at_10", "score"), ("judge/accuracy", "score"),
     ("judge/claims/judge_failed", "score"), ("latency/generate_p50_ms", "latency"), ("latency/total_p95_ms", "latency"),
-    ("context/tokens", "amount"), ("prompt_tokens", "amount"), ("judge/rf/prompt_tokens", "amount"),
-    ("context/evidence_recall_per_1k_tokens", "amount"), ("cost/total_usd", "amount"),
+    ("context/tokens", "amount"), ("judge/prompt_tokens", "amount"), ("judge/rf/prompt_tokens", "amount"),
+    ("context/evidence_text_recall_per_1k_tokens", "amount"), ("cost/judge_usd", "amount"),
 ])
 def test_each_metric_has_its_familys_declared_threshold(name, family):
     assert metric_family(name) == family

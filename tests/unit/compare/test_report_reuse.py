@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ragbench.compare import analysis
-from ragbench.tracking.case_record import REUSED_FROM
+from ragbench.record import REUSED_FROM
 
 
 def _run(run_id: str, name: str, tags: dict[str, str] | None = None, status: str = "FINISHED") -> SimpleNamespace:

@@ -12,8 +12,8 @@ from ragbench.compare.runcases import from_rows, from_scores_document, scores_do
 from ragbench.evidence import EvidenceMatcher
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.retrieval import metric_ks, retrieval_scores
+from ragbench.record import case_record
 from ragbench.retrieval.baselines import Oracle
-from ragbench.tracking.case_record import case_record
 from ragbench.types import CaseResult, Document, Evidence, Hit, Paragraph, Query, Section
 
 DOC = Document(doc_id="d", title="Doc", sections=(
@@ -34,7 +34,7 @@ def _row(hits: list[Hit], topk: int, **scores: float) -> dict:
     found = retrieval_scores(TREE, emap, hits, metric_ks(topk), topk)
     case = CaseResult(query=QUERY, hits=tuple(hits), contexts=(), answer=None, scores=found)
     return {"qid": QUERY.qid, "question_type": QUERY.question_type, "status": "ok", **found, **scores,
-            **case_record(case, TREE, emap, dataset="d", topk=topk)}
+            **case_record(case, TREE, emap, dataset="d", topk=topk).fields}
 
 
 def _both(row: dict, topk: int) -> list:

@@ -8,9 +8,8 @@ import os
 import pytest
 
 from ragbench.compare import taxonomy as tx
-from ragbench.compare.__main__ import run as cli
 from ragbench.compare.analysis import analyse
-from ragbench.compare.plots import heatmap as real_heatmap
+from ragbench.compare.cli import run as cli
 from ragbench.compare.plots import pareto_front
 from ragbench.compare.report import write_json, write_report
 from ragbench.compare.runcases import from_rows
@@ -125,36 +124,18 @@ def test_report_and_json_files(tmp_path):
 PLOTS = ("metrics_ci.png", "pareto.png", "by_type_heatmap.png", "taxonomy.png")
 
 
-@pytest.mark.parametrize("how", ["child", "no fork", "child fails", "fork fails"])
-def test_plots_drawn_by_the_child_or_here_are_the_same_files(how, tmp_path, monkeypatch, caplog):
-    """Two plots come from a forked child (ragbench.tracking.background.Child); when it cannot run or
-    fails, the process draws them: the same four files, in the same order, in every case."""
+def test_the_plots_are_four_png_files_drawn_the_same_each_time(tmp_path):
+    """The four plots, in their order, as PNG files; drawn twice from one comparison, byte-identical."""
     from ragbench.compare import plots
-    from ragbench.tracking import background
 
     comp, taxa = analyse(_runs(), resamples=300)
     labels = {f"run{j}": f"r{j}" for j in range(3)}
-    reference = None
-    if how == "child":  # the four drawn in this process, to compare the child's two with
-        (tmp_path / "ref").mkdir()
-        with monkeypatch.context() as m:
-            m.setattr(background, "can_fork", lambda: False)
-            reference = plots.write_plots(tmp_path / "ref", comp, taxa, labels)
-    if how == "no fork":
-        monkeypatch.setattr(background, "can_fork", lambda: False)
-    if how == "child fails":
-        monkeypatch.setattr(plots, "heatmap", lambda *a: (_ for _ in ()).throw(RuntimeError("no memory"))
-                            if os.getpid() != TESTS else real_heatmap(*a))
-    if how == "fork fails":
-        monkeypatch.setattr(background.os, "fork", lambda: (_ for _ in ()).throw(OSError(11, "no slot")))
-    out = tmp_path / how
-    out.mkdir()
-    files = plots.write_plots(out, comp, taxa, labels)
-    assert [p.name for p in files] == list(PLOTS) and all(p.read_bytes()[:4] == b"\x89PNG" for p in files)
-    if reference is not None:
-        assert [p.read_bytes() for p in files] == [p.read_bytes() for p in reference]
-    if how == "child fails":
-        assert "the plots' child failed (exited with status 70 (RuntimeError: no memory))" in caplog.text
+    drawn = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        drawn.append(plots.write_plots(tmp_path / name, comp, taxa, labels))
+    assert [p.name for p in drawn[0]] == list(PLOTS) and all(p.read_bytes()[:4] == b"\x89PNG" for p in drawn[0])
+    assert [p.read_bytes() for p in drawn[0]] == [p.read_bytes() for p in drawn[1]]
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -21,7 +21,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from ragbench import protocols
-from ragbench.app import build
+from ragbench.build import build
 from ragbench.datasets.evalgen.prompts import load_generation_prompts
 from ragbench.generate.prompts import available, load_answer_prompt
 from ragbench.judge.rubrics import load_rubrics

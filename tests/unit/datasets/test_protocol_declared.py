@@ -18,7 +18,7 @@ from ragbench.datasets.multihop_rag import MultiHopRAGAdapter
 from ragbench.datasets.qasper import QasperAdapter
 from ragbench.datasets.syllabusqa import SyllabusQAAdapter
 from ragbench.errors import ConfigError
-from ragbench.retrieval.scope import declared_scope, default_scope
+from ragbench.scopes import declared_scope, default_scope
 
 PROTOCOL = [  # adapter, default scope, evidence level, doc recall (the published protocols)
     (LocomoAdapter, "document", "passage", False), (QasperAdapter, "document", "passage", False),
@@ -58,7 +58,7 @@ def test_an_adapter_outside_the_package_declares_its_own_scope():
 def test_a_retrieval_config_without_scope_takes_the_dataset_s(monkeypatch):
     """The reported regression: a user's minimal retriever config (no ``scope``) searched the corpus on LoCoMo
     (hit@5 0.4459 -> 0.4069); the adapter's declaration is the default, an explicit scope still wins."""
-    from ragbench import app
+    from ragbench import build as app
 
     def components(retrieval: dict) -> str:
         cfg = OmegaConf.create({

@@ -19,8 +19,8 @@ from ragbench.job_metrics import at_k_views
 from ragbench.judge.document import document_qrels, is_document_level
 from ragbench.pipeline import Pipeline
 from ragbench.stages import answer_stages
+from ragbench.sweep import ranking_metric
 from ragbench.tracking.report import at_topk_rows
-from ragbench.tracking.sweep import ranking_metric
 from tests.fixtures.toy import ToyAdapter, toy_components
 
 

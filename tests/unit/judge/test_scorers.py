@@ -7,9 +7,11 @@ import pytest
 
 from ragbench.compare.metrics import metric_spec
 from ragbench.errors import ConfigError
+from ragbench.judge import scorers
 from ragbench.judge.aggregate import is_score, metric_info
 from ragbench.judge.metric_info import MetricInfo
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
+from ragbench.metric_info import UndeclaredMetricError
 from ragbench.protocols import RetrievalScorer
 from ragbench.verify import recompute_case
 
@@ -41,9 +43,16 @@ def test_retrieval_and_answer_keys_are_read_from_their_declaration(key, kind):
     assert not spec.lower_is_better and spec.zero_when_failed == (kind == "score")
 
 
-def test_undeclared_and_near_miss_keys_have_no_declaration():
-    for key in ("retrieval/hit_at_5_successful", "retrieval/hit_at_x", "retrieval/doc/hit_at_5", "context/tokens"):
-        assert metric_info(key) is None
+def test_undeclared_and_near_miss_keys_are_an_error_not_a_guess():
+    # a diagnostic has no successful-only twin; answer/* and judge/* have no catch-all
+    for key in ("retrieval/hit_at_5_successful", "answer/bleu", "judge/politeness", "context/size"):
+        with pytest.raises(UndeclaredMetricError, match=f"metric '{key}' has no declaration; fix: declare it"):
+            metric_info(key)
+        with pytest.raises(UndeclaredMetricError):
+            is_score(key)
+    # a scorer's key is read by the one declaration of every RetrievalScorer key, tried after the built-in ones
+    assert metric_info("retrieval/r_precision") is scorers.METRICS["retrieval/<name>"]
+    assert metric_info("retrieval/hit_at_5") is not scorers.METRICS["retrieval/<name>"]
 
 
 def test_a_scorer_adds_its_keys_hand_worked():
@@ -63,10 +72,17 @@ def test_a_scorer_that_breaks_the_contract_is_a_one_line_config_error():
     class Answerish(RPrecision):
         metrics = {"answer/x": MetricInfo("d", "s", kind="diagnostic")}
 
+    class LowerIsBetter(RPrecision):  # compare reads every scorer key as higher is better: declared so, or refused
+        metrics = {"retrieval/first_rank": MetricInfo("d", "s", higher_is_better=False, kind="diagnostic")}
+
+    class Nested(RPrecision):
+        metrics = {"retrieval/mine/x": MetricInfo("d", "s", kind="diagnostic")}
+
     with pytest.raises(ConfigError, match=r"metrics.retrieval\[0\] \(object\) is not a RetrievalScorer"):
         build_scorers([{}], lambda node: object())
-    with pytest.raises(ConfigError, match="declare each key as 'retrieval/<name>'"):
-        build_scorers([{}], lambda node: Answerish())
+    for bad in (Answerish, LowerIsBetter, Nested):
+        with pytest.raises(ConfigError, match="declare each key as 'retrieval/<name>'.*higher_is_better=True"):
+            build_scorers([{}], lambda node, bad=bad: bad())
     with pytest.raises(ConfigError, match="'retrieval/other', which its `metrics` does not declare"):
         scorer_scores([Undeclared()], ranked=[], covered=[], qrels={}, chunk_qrels={}, ks=[1])
 

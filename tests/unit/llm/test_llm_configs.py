@@ -12,7 +12,7 @@ from ragbench.errors import ConfigError
 from ragbench.generate.llm import LLMGenerator
 from ragbench.judge.build import build_judges
 from ragbench.judge.llm import LLMJudge
-from ragbench.tracking.job_log import flatten
+from ragbench.tracking.mlflow_sink import flatten
 from tests.fixtures.jobs import compose_cfg
 
 KEYS = {"OPENAI_API_KEY": "sk-cfg-openai-1111", "ANTHROPIC_API_KEY": "sk-cfg-anthropic-2222"}

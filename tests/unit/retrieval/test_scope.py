@@ -10,7 +10,7 @@ from ragbench.pipeline import Pipeline
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
 from ragbench.retrieval.hybrid import RRFRetriever
-from ragbench.retrieval.scope import check_scope
+from ragbench.scopes import check_scope
 from tests.fixtures.toy import HashEmbedder, toy_components
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ragbench.tracking.job_log import at_k_views, source_tags
+from ragbench.job_metrics import at_k_views
+from ragbench.tracking.environment import source_tags
 
 
 def test_curves_use_k_as_step_and_topk_gets_one_fixed_name():

@@ -64,7 +64,7 @@ def test_sweep_size_counts_the_grid(task, extra, size):
     ([{"judge/accuracy": 0.7, "retrieval/mrr_at_10": 0.1}], "judge/accuracy", "judge/accuracy"),
 ])
 def test_ranking_metric_falls_back_when_no_job_has_the_asked_one(rows, asked, used):
-    from ragbench.tracking.sweep import ranking_metric
+    from ragbench.sweep import ranking_metric
 
     assert ranking_metric(rows, asked) == used
 

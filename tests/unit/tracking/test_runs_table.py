@@ -8,9 +8,9 @@ import io
 from rich.console import Console
 
 from ragbench.compare.runcases import config_label
+from ragbench.sweep import job_labels
 from ragbench.tracking.run_names import job_run_name, parse_run_name, short_items
 from ragbench.tracking.runs_table import csv_text, print_sweep_table
-from ragbench.tracking.sweep import job_labels
 
 
 def _rows() -> list[dict]:
@@ -76,3 +76,30 @@ def test_run_names_lead_with_what_the_sweep_varies():
     assert config_label("topk=5 dataset=qasper cache.dir=/x #4") == "dataset=qasper,topk=5"
     assert job_labels({"a": "topk=5 dataset=qasper #0", "b": "topk=3 dataset=qasper #1"}) == {
         "a": "topk=5 #0", "b": "topk=3 #1"}
+
+
+def test_the_columns_and_ranking_come_from_the_metric_declarations():
+    from ragbench.metric_keys import metric_info
+    from ragbench.tracking import runs_table
+
+    # the design-card sweep's columns, in order, with their labels: each supplied by its key's declaration
+    assert runs_table.KEY_METRICS == {
+        "answer/f1": "f1", "retrieval/hit_at_topk": "hit@k", "retrieval/mrr_at_10": "mrr@10",
+        "context/evidence_text_recall": "ctx.rec", "judge/accuracy": "judge", "answer/em": "em",
+        "retrieval/recall_at_topk": "rec@k", "cases/failed": "failed", "cases/skipped": "skipped"}
+    for key, label in runs_table.KEY_METRICS.items():
+        assert any(c.key == key and c.label == label for c in metric_info(key).columns)
+    assert runs_table.DOC_LEAD == ("retrieval/doc/ndcg_at_10", "retrieval/doc/ndcg_at_topk")
+    assert (runs_table.AUTO_ANSWER, runs_table.RANK_FALLBACK) == ("answer/f1", "retrieval/mrr_at_10")
+    doc = {"status": "FINISHED", "retrieval/doc/ndcg_at_topk": 0.5, "answer/f1": 0.1}
+    assert runs_table.ranking_metric([doc, {**doc}]) == "retrieval/doc/ndcg_at_topk"
+    assert runs_table.ranking_metric([{"answer/f1": 0.2, "retrieval/mrr_at_10": 0.3}]) == "answer/f1"
+    assert runs_table.ranking_metric([{"retrieval/mrr_at_10": 0.3}]) == "retrieval/mrr_at_10"
+
+
+def test_a_count_prints_as_an_integer_by_its_declaration():
+    from ragbench.tracking.runs_table import _fmt
+
+    assert _fmt(1234.0, "cases/total") == "1,234" and _fmt(3.0, "evidence/unmatched") == "3"
+    assert _fmt(0.25, "cases/failure_rate") == "0.2500"  # a rate, not a count
+    assert _fmt(0.25, "answer/f1") == "0.2500" and _fmt(0.25, "my/own_key") == "0.2500"

@@ -1,5 +1,5 @@
 """The MLflow store's faults, without MLflow: a full disk under a store write (the client's guard turns it
-into ``DiskFull``; ``JobRun`` ends the run KILLED where the store still takes that, else says it is left
+into ``DiskFull``; ``Job`` ends the run KILLED where the store still takes that, else says it is left
 RUNNING; the one line names the store, the free space and the fix) and a store file cut short or garbled
 (one line naming the file and the fix, before MLflow opens it)."""
 
@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from ragbench import lifecycle
+import ragbench.__main__ as entry
+from ragbench import job as job_module
 from ragbench.errors import ConfigError
+from ragbench.job import Job
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.lifecycle import JobRun
 from ragbench.tracking import store
 from ragbench.tracking.full_disk import DiskFull, FullDiskGuard, disk_full, full_disk
 
@@ -111,7 +112,7 @@ def test_mlflow_own_traceback_of_a_full_disk_is_not_logged(caplog):
 # ---- a job's run on a full disk -----------------------------------------------------------------------
 
 class Tracker:
-    """JobRun's tracker in memory; writes fail with DiskFull from the ``full_from`` write on, ``end_run``
+    """Job's tracker in memory; writes fail with DiskFull from the ``full_from`` write on, ``end_run``
     too when ``end_fails``."""
 
     def __init__(self, tmp: Path, *, full_from: str = "log_metrics", end_fails: bool = False) -> None:
@@ -126,7 +127,7 @@ class Tracker:
     def close_stale_runs(self) -> list[str]:
         return []
 
-    def runs_with_tag(self, key: str, value: str) -> list[Any]:
+    def finished_runs_of(self, job_hash: str) -> list[Any]:
         return []
 
     def start_run(self, **kwargs: Any) -> str:
@@ -157,8 +158,8 @@ COMPONENTS = SimpleNamespace(generator=None, embedder=None, routes={}, judges={"
 
 @pytest.fixture(autouse=True)
 def _no_git(monkeypatch):
-    monkeypatch.setattr(lifecycle, "job_hash", lambda resolved: "h" * 16)
-    monkeypatch.setattr(lifecycle, "start_tags", lambda cfg, components: {})
+    monkeypatch.setattr(job_module, "job_hash", lambda resolved: "h" * 16)
+    monkeypatch.setattr("ragbench.tracking.run_tags.start_tags", lambda cfg, components: {})
 
 
 def _cfg(tmp: Path) -> Any:
@@ -166,12 +167,12 @@ def _cfg(tmp: Path) -> Any:
                              "dataset": {"name": "d"}})
 
 
-def _logs_metrics(job: JobRun, components: Any) -> Mapping[str, float]:
+def _logs_metrics(job: Job, components: Any) -> Mapping[str, float]:
     job.tracker.log_metrics("run-1", {"answer/f1": 0.5})
     return {}
 
 
-def _cache_full(job: JobRun, components: Any) -> Mapping[str, float]:
+def _cache_full(job: Job, components: Any) -> Mapping[str, float]:
     raise OSError(errno.ENOSPC, "No space left on device", str(job.cfg.cache.dir) + "/chunks/abc")
 
 
@@ -188,16 +189,16 @@ CASES = [
 @pytest.mark.parametrize(("settings", "work", "end", "what"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_full_disk_stops_the_job_with_its_run_killed_or_named(tmp_path, capsys, monkeypatch, multirun, settings,
                                                               work, end, what):
-    monkeypatch.setattr(lifecycle.signals, "ignore", lambda: None)
+    monkeypatch.setattr("ragbench.interrupts.ignore", lambda: None)
     tracker = Tracker(tmp_path, **settings)
-    job = JobRun(_cfg(tmp_path), tracker, name="#0 x", parent="p" if multirun else None,  # type: ignore[arg-type]
-                 multirun=multirun)
+    job = Job(_cfg(tmp_path), tracker, name="#0 x", parent="p" if multirun else None,  # type: ignore[arg-type]
+              multirun=multirun, folder=tmp_path / "record")
     with pytest.raises(DiskFull) as info:  # never a FAILED run and on to the next job: the sweep stops here
         job.run(work, COMPONENTS)  # type: ignore[arg-type]
     full = info.value
     assert tracker.ended == ([("run-1", end)] if end else [])
     assert (full.closed, full.left) == ((["run-1"], []) if end else ([], ["run-1"]))
-    assert lifecycle.stopped_by_full_disk(full) == 1
+    assert entry.stopped_by_full_disk(full) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"ragbench: no space left for {what} {tmp_path}")
     assert ("run run-1 ended KILLED" in err) == bool(end)
@@ -246,14 +247,20 @@ def test_a_damaged_store_file_is_one_line_naming_it_and_the_fix(tmp_path, damage
     assert f"fix: move it aside (mv {db} {db}.damaged) and rerun" in message and ".recover" in message
 
 
-def test_a_full_disk_under_the_case_files_names_their_staging_folder(tmp_path):
-    """A case-file write that finds no space stops the sweep like the store's, naming the temporary folder
-    (not the stage cache, which it is not)."""
-    job = JobRun(OmegaConf.create({"cache": {"dir": str(tmp_path / "cache")}}), SimpleNamespace(), name="#0",
-                 parent=None, multirun=False)
-    staging = tmp_path / "ragbench-artifacts-x"
-    full = job._disk_full(OSError(errno.ENOSPC, "No space left on device"), staging=staging)
-    assert isinstance(full, DiskFull)
-    assert f"the case files' staging folder {tmp_path}" in full.line() and "TMPDIR" in full.line()
-    assert "stage cache" in job._disk_full(OSError(errno.ENOSPC, "No space left on device")).line()
-    assert job._disk_full(PermissionError(13, "Permission denied"), staging=staging) is None
+def test_a_full_disk_under_the_record_names_its_folder(tmp_path, monkeypatch):
+    """A record write that finds no space stops the sweep like the store's, naming the job's record folder
+    and the settings that move it (not the stage cache, which it is not)."""
+    monkeypatch.setattr("ragbench.interrupts.ignore", lambda: None)
+    tracker = Tracker(tmp_path, full_from="none")
+    record = tmp_path / "out" / "record"
+    job = Job(_cfg(tmp_path), tracker, name="#0", parent=None, multirun=False, folder=record)  # type: ignore[arg-type]
+
+    def record_full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(record / "run.json"))
+
+    monkeypatch.setattr("ragbench.record.RecordWriter.finish", record_full)
+    with pytest.raises(DiskFull) as info:
+        job.run(_logs_metrics, COMPONENTS)  # type: ignore[arg-type]
+    line = info.value.line()
+    assert line.startswith(f"no space left for the job's record {record}") and "point hydra.run.dir / hydra.sweep.dir at" in line
+    assert tracker.ended == [("run-1", "KILLED")] and info.value.closed == ["run-1"]

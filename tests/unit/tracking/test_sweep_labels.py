@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragbench.tracking.sweep import job_labels, split_overrides
+from ragbench.sweep import job_labels, split_overrides
 
 
 def test_split_keeps_bracketed_lists_whole():

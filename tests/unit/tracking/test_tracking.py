@@ -1,6 +1,6 @@
 """Params flattening, secret redaction, valid metric names, batched logging to a real sqlite store."""
 
-from ragbench.tracking.job_log import flatten
+from ragbench.tracking.mlflow_sink import flatten
 from ragbench.tracking.mlflow_tracker import mlflow_name, redact
 
 

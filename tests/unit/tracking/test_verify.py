@@ -8,10 +8,9 @@ import pytest
 
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
+from ragbench.record import case_record
 from ragbench.retrieval.bm25 import BM25Retriever
 from ragbench.retrieval.dense import FaissRetriever
-from ragbench.tracking.case_record import case_record
-from ragbench.tracking.job_log import case_row
 from ragbench.tracking.mlflow_tracker import mlflow_name
 from ragbench.verify import UsageError, verify_rows
 from tests.fixtures.toy import toy_components
@@ -21,8 +20,8 @@ def job(scope: str = "corpus", retriever=None):
     comps = toy_components(retriever=retriever or FaissRetriever(), judges={"lexical": LexicalJudge(dataset="toy")},
                            scope=scope)
     result = Pipeline(comps).run()
-    rows = [json.loads(json.dumps({**case_row(c, 2), **case_record(c, result.tree, result.evidence.get(c.query.qid),
-                                                                   dataset="toy", topk=2)}, default=str))
+    rows = [json.loads(json.dumps(case_record(c, result.tree, result.evidence.get(c.query.qid),
+                                                                   dataset="toy", topk=2).row(), default=str))
             for c in result.cases]
     return rows, {mlflow_name(k): v for k, v in result.metrics.items()}
 

@@ -14,9 +14,8 @@ from ragbench import verify
 from ragbench.compare.runcases import scores_document
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
+from ragbench.record import case_record
 from ragbench.retrieval.bm25 import BM25Retriever
-from ragbench.tracking.case_record import case_record
-from ragbench.tracking.job_log import case_row
 from ragbench.tracking.mlflow_tracker import mlflow_name
 from tests.fixtures.toy import toy_components
 
@@ -28,8 +27,8 @@ def artifacts() -> verify.RunArtifacts:
     """A toy job's case artifacts as a job stores them (one JSON record per line, each ending in a newline)."""
     comps = toy_components(retriever=BM25Retriever(), judges={"lexical": LexicalJudge(dataset="toy")})
     result = Pipeline(comps).run()
-    rows = [json.loads(json.dumps({**case_row(c, 2), **case_record(c, result.tree, result.evidence.get(c.query.qid),
-                                                                   dataset="toy", topk=2)}, default=str))
+    rows = [json.loads(json.dumps(case_record(c, result.tree, result.evidence.get(c.query.qid),
+                                                                   dataset="toy", topk=2).row(), default=str))
             for c in result.cases]
     cases = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
     return verify.RunArtifacts(run_id=RUN, cases=cases, scores=json.dumps(scores_document(rows)).encode(),

@@ -1,6 +1,7 @@
-"""``ragbench.lifecycle.JobRun``: every way out of a job ends its run with one status, once, and answers the
-caller (objective, exit code, or the exception on its way up). The real store and subprocess paths (SIGTERM,
-kill -9, resume) are in tests/test_lifecycle.py and tests/integration."""
+"""``ragbench.job.Job``: every way out of a job ends its run with one status, once, writes the record's end,
+and answers the caller (objective, or the exception on its way up: ``__main__`` maps it to an exit code).
+The real store and subprocess paths (SIGTERM, kill -9, resume) are in tests/test_lifecycle.py and
+tests/integration."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from ragbench import lifecycle
-from ragbench.errors import ConfigError
+from ragbench import job as job_module
+from ragbench.errors import ConfigError, JobStopped, Reported
+from ragbench.interrupts import Interrupted
+from ragbench.job import Job
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.lifecycle import Interrupted, JobRun, JobStopped
+from ragbench.record import RUN_FILE, RunRecord
+from ragbench.tracking.run_tags import component_params, component_tags
 
 
 class RecordingTracker:
@@ -33,7 +37,7 @@ class RecordingTracker:
     def close_stale_runs(self) -> list[str]:
         return []
 
-    def runs_with_tag(self, key: str, value: str) -> list[Any]:
+    def finished_runs_of(self, job_hash: str) -> list[Any]:
         return []
 
     def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
@@ -56,27 +60,42 @@ class RecordingTracker:
     def end_run(self, run_id: str, status: str) -> None:
         self.ended.append((run_id, status))
 
+    def log_curves(self, run_id: str, curves: Mapping[str, Any]) -> None:
+        pass
+
+    def log_folder(self, run_id: str, folder: Any) -> None:
+        self.files = sorted(p.name for p in folder.iterdir())
+
+    def log_table(self, run_id: str, rows: Any, name: str) -> None:
+        self.table = list(rows)
+
+    def log_files(self, run_id: str, files: Mapping[str, str]) -> None:
+        pass
+
+    def log_dataset(self, run_id: str, **kwargs: Any) -> None:
+        pass
+
 
 COMPONENTS = SimpleNamespace(generator=None, embedder=None, routes={}, judges={"lexical": LexicalJudge()})
 CFG = OmegaConf.create({"objective": "answer/f1", "resume": True, "stages": "all", "dataset": {"name": "d"}})
 
 
 def _raise(exc: BaseException):
-    def work(job: JobRun, components: Any) -> Mapping[str, float]:
+    def work(job: Job, components: Any) -> Mapping[str, float]:
         raise exc
     return work
 
 
-def _finish(job: JobRun, components: Any) -> Mapping[str, float]:
+def _finish(job: Job, components: Any) -> Mapping[str, float]:
     job.scored = True
     return {"answer/f1": 0.75}
 
 
-# exit path -> (work, run status, in a sweep: objective or exception; alone: exception or exit code)
+# exit path -> (work, run status, in a sweep: objective or exception; alone: the exception on its way up)
 PATHS = {
     "success": (_finish, "FINISHED", 0.75, 0.75),
-    "budget stopped": (_raise(JobStopped("stopped by budget: max_calls")), "KILLED", "nan", SystemExit),
-    "RagbenchError": (_raise(ConfigError("retrieval.topk=0: must be >= 1")), "FAILED", "nan", SystemExit),
+    "budget stopped": (_raise(JobStopped("stopped by budget: max_calls")), "KILLED", "nan", JobStopped),
+    "RagbenchError": (_raise(ConfigError("retrieval.topk=0: must be >= 1")), "FAILED", "nan", ConfigError),
     "bug": (_raise(RuntimeError("boom")), "FAILED", "nan", RuntimeError),
     "Ctrl-C": (_raise(KeyboardInterrupt()), "KILLED", KeyboardInterrupt, KeyboardInterrupt),
     "SIGTERM": (_raise(Interrupted(signal.SIGTERM)), "KILLED", Interrupted, Interrupted),
@@ -85,22 +104,25 @@ PATHS = {
 
 @pytest.fixture(autouse=True)
 def _no_git(monkeypatch):
-    monkeypatch.setattr(lifecycle, "job_hash", lambda resolved: "h" * 16)
-    monkeypatch.setattr(lifecycle, "start_tags", lambda cfg, components: {"ragbench.stages": "all"})
+    monkeypatch.setattr(job_module, "job_hash", lambda resolved: "h" * 16)
+    monkeypatch.setattr("ragbench.tracking.run_tags.start_tags", lambda cfg, components: {"ragbench.stages": "all"})
+
+
+def _job(tmp_path, cfg=CFG, *, multirun: bool) -> Job:
+    return Job(cfg, RecordingTracker(), name="#0 x", parent="p" if multirun else None, multirun=multirun,  # type: ignore[arg-type]
+               folder=tmp_path / "record")
 
 
 @pytest.mark.parametrize("multirun", [True, False], ids=["sweep", "alone"])
 @pytest.mark.parametrize("path", list(PATHS))
-def test_every_exit_path_ends_the_run_once_with_its_status(path, multirun):
+def test_every_exit_path_ends_the_run_once_with_its_status(tmp_path, path, multirun):
     work, status, in_sweep, alone = PATHS[path]
-    tracker = RecordingTracker()
-    job = JobRun(CFG, tracker, name="#0 x", parent="p" if multirun else None, multirun=multirun)  # type: ignore[arg-type]
+    job = _job(tmp_path, multirun=multirun)
+    tracker: Any = job.tracker
     expected = in_sweep if multirun else alone
     if isinstance(expected, type):
-        with pytest.raises(expected) as raised:
+        with pytest.raises(expected):
             job.run(work, COMPONENTS)  # type: ignore[arg-type]
-        if expected is SystemExit:
-            assert raised.value.code == 1
     else:
         got = job.run(work, COMPONENTS)  # type: ignore[arg-type]
         assert got == expected or (expected == "nan" and got is not None and math.isnan(got))
@@ -110,11 +132,15 @@ def test_every_exit_path_ends_the_run_once_with_its_status(path, multirun):
     assert ("ragbench.error" in tracker.tags) == failed
     # a job that failed before scoring logs 0 for its answer scores (RagbenchError only: a bug has no figures)
     assert (tracker.metrics.get("answer/f1") == 0.0) == (path == "RagbenchError")
+    # the record's end is in its file and was logged, whatever the way out
+    record = RunRecord.from_json((tmp_path / "record" / RUN_FILE).read_text())
+    assert record.status == status and record.job_hash == "h" * 16 and record.config["dataset"]["name"] == "d"
+    assert tracker.files == ["cases.jsonl", "run.json"]
 
 
-def test_a_build_error_in_a_sweep_is_a_failed_run_with_its_config_and_no_scores():
-    tracker = RecordingTracker()
-    job = JobRun(CFG, tracker, name="#1 x", parent="p", multirun=True)  # type: ignore[arg-type]
+def test_a_build_error_in_a_sweep_is_a_failed_run_with_its_config_and_no_scores(tmp_path):
+    job = _job(tmp_path, multirun=True)
+    tracker: Any = job.tracker
     got = job.run(_finish, ConfigError("retrieval.topk=0: must be >= 1"))
     assert got is not None and math.isnan(got)
     assert tracker.ended == [("run-1", "FAILED")]
@@ -122,23 +148,37 @@ def test_a_build_error_in_a_sweep_is_a_failed_run_with_its_config_and_no_scores(
     assert tracker.params["dataset.name"] == "d" and not tracker.metrics
 
 
-def test_a_wrong_objective_name_is_one_line_and_keeps_the_finished_run():
+def test_a_wrong_objective_name_is_one_line_and_keeps_the_finished_run(tmp_path):
     cfg = OmegaConf.merge(CFG, {"objective": "answer/nope"})
-    tracker = RecordingTracker()
-    job = JobRun(cfg, tracker, name="x", parent=None, multirun=False)  # type: ignore[arg-type]
-    with pytest.raises(SystemExit):
+    job = _job(tmp_path, cfg, multirun=False)
+    tracker: Any = job.tracker
+    with pytest.raises(ConfigError):
         job.run(_finish, COMPONENTS)  # type: ignore[arg-type]
     assert tracker.ended == [("run-1", "FINISHED")]
     assert "objective='answer/nope'" in tracker.tags["ragbench.error"]
 
 
 def test_an_interrupt_exit_code_is_128_plus_the_signal(monkeypatch, capsys):
+    import ragbench.__main__ as entry
+
     handlers: list[Any] = []
     monkeypatch.setattr(signal, "signal", lambda sig, handler: handlers.append((sig, handler)))
-    assert lifecycle.interrupted(Interrupted(signal.SIGTERM)) == 143
-    assert lifecycle.interrupted(KeyboardInterrupt()) == 130
+    assert entry.interrupted(Interrupted(signal.SIGTERM)) == 143
+    assert entry.interrupted(KeyboardInterrupt()) == 130
     assert {h for _, h in handlers} == {signal.SIG_IGN}  # a second signal cannot cut the closing short
-    assert capsys.readouterr().err.count(lifecycle.INTERRUPTED) == 2
+    assert capsys.readouterr().err.count(entry.INTERRUPTED) == 2
+
+
+def test_a_store_that_cannot_open_is_one_line_and_ends_a_sweep(tmp_path, caplog):
+    job = _job(tmp_path, multirun=True)
+
+    def broken() -> list[Any]:
+        raise ConfigError("cannot write to /ro/mlflow.db; fix: point tracking.uri at a writable folder")
+
+    job.tracker.finished_runs_of = lambda job_hash: broken()  # type: ignore[method-assign]
+    with pytest.raises(Reported) as raised:
+        job.run(_finish, COMPONENTS)  # type: ignore[arg-type]
+    assert raised.value.code == 1 and "cannot write to /ro/mlflow.db" in caplog.text
 
 
 def test_logged_params_and_tags_come_from_the_components_that_declare_them():
@@ -166,6 +206,6 @@ def test_logged_params_and_tags_come_from_the_components_that_declare_them():
             return {"x": "y"}
 
     comps = SimpleNamespace(generator=Generator(), judges={"a": Judge(), "b": OldStyle(), "c": LexicalJudge()})
-    assert lifecycle.component_params(comps) == {"llm/prompt_hash": "abc", "judge/rubrics_hash": "def"}  # type: ignore[arg-type]
-    assert lifecycle.component_tags(comps) == {"judge.same_model": "False"}  # type: ignore[arg-type]
+    assert component_params(comps) == {"llm/prompt_hash": "abc", "judge/rubrics_hash": "def"}  # type: ignore[arg-type]
+    assert component_tags(comps) == {"judge.same_model": "False"}  # type: ignore[arg-type]
 

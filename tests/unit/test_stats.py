@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from ragbench.compare import stats
+from ragbench import stats
 
 
 def test_identical_runs_delta_zero_ci_zero_p_one():

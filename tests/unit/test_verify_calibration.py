@@ -12,16 +12,16 @@ import pytest
 from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
 from ragbench.judge.calibrate import Settings, calibrate
 from ragbench.judge.labels import LabelledItem, LabelSet
-from ragbench.judge.verify_calibration import (
+from ragbench.tracking.mlflow_sink import flatten
+from ragbench.tracking.mlflow_tracker import table_json
+from ragbench.verify import Report
+from ragbench.verify_calibration import (
     ITEMS_ARTIFACT,
     SUMMARY_ARTIFACT,
     CalibrationRun,
     check_calibration,
     settings_from_params,
 )
-from ragbench.tracking.job_log import flatten
-from ragbench.tracking.mlflow_tracker import table_json
-from ragbench.verify import Report
 
 SETTINGS = Settings(resamples=300, seed=3, repeats=2, workers=1)
 JUDGE_MODEL = "openai/judge-a"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +12,12 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import redact
-from ragbench.errors import RagbenchError
+from ragbench import interrupts, redact
+from ragbench.errors import RagbenchError, Reported
+from ragbench.stages import encode_only
 from ragbench.tracking.progress import job_started, write_sweep_size
 from ragbench.tracking.report import console, rank_within_dataset
-from ragbench.tracking.run_names import parse_run_name, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides: re-exported
+from ragbench.tracking.run_names import job_labels, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides, job_labels: re-exported
 from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_FALLBACK: re-exported
     AUTO,
     DOC_LEAD,
@@ -40,14 +39,7 @@ _OPEN: dict[str, Any] = {}  # parent run id -> tracker, closed on every exit pat
 
 
 def close_open_parents(status: str) -> None:
-    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit),
-    after the job runs still open for their case files (``ragbench.lifecycle.settle``)."""
-    from ragbench.lifecycle import settle
-
-    try:
-        settle(interrupted=status == "KILLED")
-    except Exception as exc:  # noqa: BLE001 - the parents are closed all the same
-        log.warning("could not close the last job's run: %s", exc)
+    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit)."""
     for run_id, tracker in list(_OPEN.items()):
         _OPEN.pop(run_id, None)
         try:
@@ -60,9 +52,9 @@ atexit.register(close_open_parents, "FAILED")
 
 
 def _fail(message: str) -> None:
-    """One line and exit 1: Hydra turns a callback's exception into a warning and carries on."""
+    """One line, then ``Reported`` (exit 1): Hydra turns a callback's Exception into a warning and carries on."""
     log.error("%s", message)
-    sys.exit(1)
+    raise Reported(1)
 
 
 def register_secrets(config: DictConfig) -> None:
@@ -90,25 +82,6 @@ def parent_run_id(sweep_dir: str | Path) -> str | None:
 def in_this_process(parent: str) -> bool:
     """Whether ``parent`` is a sweep whose callback runs in this process (the basic launcher's jobs)."""
     return parent in _PARENTS.values()
-
-
-def job_labels(run_names: dict[str, str]) -> dict[str, str]:
-    """Short terminal labels: only the overrides that differ between the sweep's jobs, and the job number
-    (a value every job shares is noise in a comparison). Run names are ``topk=5 dataset=qasper #3``
-    (``ragbench.tracking.run_names``) or, from older sweeps, ``#3 dataset=qasper,retrieval.topk=5``."""
-    parsed = {run_id: parse_run_name(name) for run_id, name in run_names.items()}
-    values: dict[str, set[str]] = {}
-    shared_by = Counter(item for _, items in parsed.values() for item in set(items))
-    for _, items in parsed.values():
-        for item in items:
-            key, _, value = item.partition("=")
-            values.setdefault(key, set()).add(value)
-    out = {}
-    for run_id, (num, items) in parsed.items():
-        keep = [i for i in items if len(values[i.partition("=")[0]]) > 1 or shared_by[i] < len(parsed)]
-        first_num = (run_names[run_id] or "").startswith("#")
-        out[run_id] = " ".join([num, *keep] if first_num else [*keep, num]).strip() or num
-    return out
 
 
 ACCOUNTING = ("tokens/", "cost/", "saved/", "llm/")  # summed over the sweep's jobs on the parent run
@@ -220,13 +193,7 @@ class MlflowSweepCallback(Callback):
         redact.redact_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         if self._run_id is None:
             return
-        from ragbench.lifecycle import settle, settling
-
-        if self.compare_report and settling():  # the report's slowest import, beside the last job's writer
-            from ragbench.compare.plots import prepare
-
-            prepare()
-        settle()  # the last job's run is FINISHED (or FAILED) once its case files are in
+        interrupts.check()  # a safe point: after the last job, before the table and the report
         # oldest first: a tie on the ranking metric goes to the earlier job, as compare's default baseline does
         children = sorted(self._tracker.search_children(self._run_id), key=lambda r: r.info.start_time or 0)
         rows = []
@@ -266,7 +233,7 @@ class MlflowSweepCallback(Callback):
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
             from ragbench.compare.analysis import log_sweep_report
 
-            if self.compare_report:
+            if self.compare_report and not all(encode_only(c.data.tags) for c in children):  # stages=encode: vectors
                 log_sweep_report(self._tracker, self._run_id, sort_by=self.sort_by)  # its baseline: the table's best
         except Exception as exc:  # noqa: BLE001
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
@@ -282,10 +249,10 @@ class MlflowSweepCallback(Callback):
             log.error("sweep stopped by budget: %s; %d of %d jobs ran; fix: raise budget.* and rerun the same "
                       "command (cached answers and verdicts are reused)", LEDGER.stopped, len(rows),
                       max(self._jobs(config), len(rows)))
-            sys.exit(1)
+            raise Reported(1)
         if failed:
-            # Hydra turns callback exceptions into warnings; a sweep with failed jobs must exit non-zero
-            # (CI smoke sweeps rely on it), so report and leave with status 1.
+            # a sweep with failed jobs must exit non-zero (CI smoke sweeps rely on it): Reported passes
+            # Hydra's guard (a callback's Exception becomes a warning) and __main__ exits 1
             log.error("%d of %d jobs failed: %s; each job's error is in its MLflow run (tag ragbench.error) "
                       "and in its log under %s", len(failed), len(rows), ", ".join(failed), config.hydra.sweep.dir)
-            sys.exit(1)
+            raise Reported(1)

@@ -34,7 +34,7 @@ def preview(overrides: Sequence[str], *, max_depth: int, limit: int) -> list[dic
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    from ragbench.app import _instantiate
+    from ragbench.build import instantiate_node as _instantiate
     from ragbench.errors import ConfigError
 
     if max_depth < 0 or limit < 1:

@@ -1,0 +1,57 @@
+"""A job's identity: its resolved config minus where results go, the code version, and the content of the
+files it reads as input. Two runs with one identity compute the same thing (resume reuses the first)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# what a job's identity leaves out: where results go and how the run is steered, not what it computes
+NOT_IDENTITY = ("tracking", "cache", "resume", "objective", "max_failure_rate", "budget", "plan")
+# files whose content is a job's input (recorded answers, an outside ranking): a rewritten file at the same
+# path is another job, so resume never shows the figures of the file's earlier content
+INPUT_FILES = (("system", "path"), ("retrieval", "path"))
+
+
+def job_hash(resolved: Mapping[str, Any]) -> str:
+    """Identity of a job: its resolved config minus where results go, plus the code version."""
+    from ragbench import __version__
+    from ragbench.cache.store import make_key
+
+    config = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
+    return make_key({"config": config, "ragbench": __version__, "commit": git_commit(),
+                     "inputs": input_fingerprints(resolved)})
+
+
+def input_fingerprints(resolved: Mapping[str, Any]) -> dict[str, str]:
+    """SHA-256 of each file named by an ``INPUT_FILES`` key of the resolved config (absent files: none)."""
+    out: dict[str, str] = {}
+    for group, key in INPUT_FILES:
+        section = resolved.get(group)
+        path = section.get(key) if isinstance(section, Mapping) else None
+        if not path or not Path(str(path)).is_file():
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[f"{group}.{key}"] = digest.hexdigest()
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def git_commit() -> str:
+    """The commit ragbench runs from (``unknown`` outside a git checkout), ``+dirty`` when modified."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")

@@ -1,0 +1,204 @@
+"""One job's life, top to bottom: resume or start, run, record, end on every way out. The record
+(``ragbench.record``) is written as the job goes; MLflow is its sink. Each way out ends the run:
+
+    success                              FINISHED
+    the budget stopped it (JobStopped)   KILLED   one line; NaN in a sweep, raised alone (exit 1)
+    RagbenchError (config, data, LLM)    FAILED   tag ragbench.error, answer scores 0 when none were
+                                                  computed; one line; NaN in a sweep, raised alone (exit 1)
+    any other exception                  FAILED   tag ragbench.error, traceback; NaN in a sweep, raised alone
+    the record cannot be logged          FAILED   as the row above
+    Ctrl-C, SIGTERM (Interrupted)        KILLED   raised at the next safe point (ragbench.interrupts)
+    a full disk (DiskFull)               KILLED   where the store still takes it; raised
+
+Library code raises; ``ragbench.__main__`` alone turns what reaches it into an exit code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from omegaconf import OmegaConf
+
+from ragbench import interrupts
+from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
+from ragbench.identity import job_hash
+from ragbench.outcome import objective
+from ragbench.record import REUSED_FROM, RecordWriter, begun, finished
+from ragbench.tracking.full_disk import DiskFull, disk_full
+from ragbench.tracking.mlflow_sink import log_record, start_params
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from ragbench.components import Components, JobResult
+    from ragbench.protocols import Judge
+    from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+log = logging.getLogger("ragbench")
+RECORD_KEY = "hydra.run.dir / hydra.sweep.dir"  # what moves a job's record to a disk with room
+Work = Callable[["Job", "Components"], Mapping[str, float]]
+
+
+class Job:
+    """One job's MLflow run and record. ``run(work, built)`` is the whole life: ``work(job, components)``
+    runs the pipeline (its cases go to ``job.writer``), hands its results to ``job.finished`` and returns
+    the metrics; ``built`` is the components, or the RagbenchError building them raised (in a sweep that
+    job is still recorded, as a FAILED run)."""
+
+    def __init__(self, cfg: DictConfig, tracker: MlflowTracker, *, name: str, parent: str | None,
+                 multirun: bool, folder: Path) -> None:
+        self.cfg, self.tracker, self.name, self.parent, self.multirun = cfg, tracker, name, parent, multirun
+        self.record = begun(name, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)), job_hash)
+        self.folder = folder
+        self.run_id: str | None = None
+        self.writer: RecordWriter | None = None
+        self.scored = False  # the results are in the record (else a failure logs 0 for its answer scores)
+        self._judges: Iterable[Judge] = ()
+
+    def run(self, work: Work, built: Components | RagbenchError) -> float | None:
+        """Runs ``work`` unless an earlier run of the same job is reused; returns the objective."""
+        interrupts.check()  # a safe point: between jobs
+        try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep too
+            if not self.multirun:
+                self.tracker.close_stale_runs()
+            previous = self._resume()
+            if previous is not None:
+                return objective(self.cfg, previous.data.metrics)
+            self._start(built)
+        except RagbenchError as exc:
+            log.error("%s", exc)
+            raise Reported(1) from exc
+        try:
+            self.tracker.log_params(str(self.run_id), start_params(self.record))
+            self.writer = RecordWriter(self.folder, self.record)  # run.json says RUNNING from here on
+            if isinstance(built, RagbenchError):
+                raise built
+            self._judges = built.judges.values()
+            metrics = work(self, built)
+            interrupts.check()  # a safe point: a job still in flight when the signal came ends KILLED
+        except BaseException as exc:  # noqa: BLE001 - every way out ends the run (the table above)
+            return self._failed(exc)
+        self._end("FINISHED")
+        try:
+            return objective(self.cfg, metrics)
+        except ConfigError as exc:  # a wrong objective name: the figures stand (FINISHED); the name is one line
+            self.tracker.set_tags(str(self.run_id), {"ragbench.error": _text(exc)})
+            log.error("%s", exc)
+            if self.multirun:
+                return float("nan")
+            raise
+
+    def finished(self, result: JobResult, *, topk: int, extra_tags: Mapping[str, str]) -> None:
+        """The pipeline's results go into the record (logged when the job ends, whatever its status)."""
+        self.record = finished(self.record, result, topk=topk, extra_tags=extra_tags)
+        self.scored = True
+
+    def _start(self, built: Components | RagbenchError) -> None:
+        from ragbench.tracking.run_tags import component_params, start_tags
+
+        tags = {"ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.record.job_hash}
+        if not isinstance(built, RagbenchError):  # the tags known up front go in with the run's creation
+            tags.update(start_tags(self.cfg, built))
+            self.record = dataclasses.replace(self.record, params=component_params(built))
+        self.run_id = self.tracker.start_run(run_name=self.name, parent_run_id=self.parent, tags=tags)
+
+    def _resume(self) -> Any | None:
+        """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
+        labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
+        Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
+        A single run always runs (the stage cache makes that cheap)."""
+        tracker, jhash = self.tracker, self.record.job_hash
+        done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
+        if not self.cfg.get("resume", True) or not done or self.parent is None:
+            return None
+        run = done[0]
+        origin = run.data.tags.get(REUSED_FROM) or run.info.run_id
+        copy = tracker.copy_run(run, run_name=self.name, parent_run_id=self.parent, tags={
+            "ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": jhash, REUSED_FROM: origin})
+        log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
+                 "as run %s", origin, copy)
+        return run
+
+    def _failed(self, exc: BaseException) -> float | None:
+        """Ends the run as the table in the module docstring says; returns NaN where a sweep goes on."""
+        cache = Path(str(OmegaConf.select(self.cfg, "cache.dir", default=None) or "."))
+        full = exc if isinstance(exc, DiskFull) else disk_full(exc, what="the stage cache", path=cache, key="cache.dir",
+                                                               run_id=self.run_id)
+        if full is not None:
+            self._end("KILLED", full=full)
+            if full is exc:
+                raise
+            raise full from exc
+        if not isinstance(exc, Exception):  # an interrupt (KILLED: a rerun runs it again), SystemExit
+            self._end("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+            raise exc
+        if isinstance(exc, RagbenchError):
+            log.error("%s", exc)
+        else:
+            log.error("job failed", exc_info=exc)
+        self._end("KILLED" if isinstance(exc, JobStopped) else "FAILED", error=exc)
+        if not self.multirun:
+            raise exc
+        return objective(self.cfg, {}, failed=True)
+
+    def _end(self, status: str, *, error: BaseException | None = None, full: DiskFull | None = None) -> None:
+        """The record's end into its file and into MLflow, then the run's status. A FINISHED job whose record
+        cannot be logged ends FAILED (its error tagged, raised alone). On a full disk the run ends KILLED where
+        the store still takes that; ``full`` lists it as closed or left RUNNING."""
+        assert self.run_id is not None
+        sink_error, stopped = None, full
+        if full is None:
+            try:
+                sink_error = self._log(status, error)
+            except DiskFull as again:  # the disk under the record, or the store's: KILLED if the store takes it
+                stopped, status = again, "KILLED"
+        try:
+            self.tracker.end_run(self.run_id, "FAILED" if sink_error is not None else status)
+        except DiskFull as again:
+            (stopped or again).left.append(self.run_id)
+            if stopped is None:
+                raise
+        else:
+            if stopped is not None:
+                stopped.closed.append(self.run_id)
+        if stopped is not None and stopped is not full:
+            raise stopped
+        if sink_error is not None:
+            log.error("the record of run %s was not logged: %s", self.run_id, sink_error)
+            if not self.multirun:
+                raise sink_error
+
+    def _log(self, status: str, error: BaseException | None) -> Exception | None:
+        """Writes the record's end into its file and logs it (the results, when the job got that far, and
+        the files); tags the job's error. Returns what stopped the logging of a FINISHED job's record."""
+        assert self.run_id is not None
+        sink_error: Exception | None = None
+        try:
+            if self.writer is not None:  # None: the record never opened (its params or its folder failed)
+                self.writer.finish(self.record.ended(status, _text(error)))
+                log_record(self.tracker, self.run_id, self.writer.record, folder=self.folder, table=self.writer.table,
+                           config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True), results=self.scored)
+        except Exception as exc:  # noqa: BLE001 - the job's failure, recorded on its run
+            full = disk_full(exc, what="the job's record", path=self.folder, key=RECORD_KEY, run_id=self.run_id)
+            if full is not None:
+                raise full from exc
+            sink_error = exc
+        failure = error or sink_error
+        if failure is not None and not isinstance(failure, JobStopped):  # a budget stop is tagged as such (app)
+            self.tracker.set_tags(self.run_id, {"ragbench.error": _text(failure)})
+            if isinstance(failure, RagbenchError) and not self.scored:
+                from ragbench.outcome import zero_scores
+
+                self.tracker.log_metrics(self.run_id, zero_scores(self._judges))
+        if sink_error is not None and status != "FINISHED":
+            log.warning("the record of the %s run %s was not logged: %s", status, self.run_id, sink_error)
+            return None
+        return sink_error
+
+
+def _text(error: BaseException | None) -> str | None:
+    return None if error is None else f"{type(error).__name__}: {error}"

@@ -1,0 +1,63 @@
+"""MLflow as one sink of a job's record (``ragbench.record``): params, tags, metrics, the record's files,
+the case table and the dataset input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragbench.record import RunRecord
+
+if TYPE_CHECKING:
+    from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys; lists are kept as JSON text."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    if isinstance(obj, list):
+        if all(isinstance(v, Mapping) for v in obj) and obj:
+            for i, v in enumerate(obj):
+                out.update(flatten(v, f"{prefix}{i}."))
+            return out
+        return {prefix[:-1]: json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False).replace("\n", "").replace("  ", "")}
+    return {prefix[:-1]: obj}
+
+
+CASE_TABLE = "cases_table.json"  # the cases as an MLflow table (the UI's artifact view and evaluation tab)
+
+
+def start_params(record: RunRecord) -> dict[str, Any]:
+    """A run's params: its resolved config as dotted keys, and the components' own (prompt hashes)."""
+    return {**flatten(dict(record.config)), **record.params}
+
+
+def log_record(tracker: MlflowTracker, run_id: str, record: RunRecord, *, folder: Path,
+               table: Sequence[Mapping[str, Any]], config_yaml: str, results: bool = True) -> None:
+    """A job's record into its MLflow run: the record's files as they are (``run.json``, ``cases.jsonl``,
+    also those of a job that ended early) and, with ``results``, its tags, metrics and curves (one batch),
+    the cases as an MLflow table, the config, and the dataset as the run's input."""
+    tracker.log_folder(run_id, folder)
+    if not results:
+        return
+    with tracker.batched(run_id):  # tags, metrics and curves in as few store writes as fit
+        tracker.set_tags(run_id, record.tags)
+        tracker.log_metrics(run_id, record.metrics)
+        tracker.log_curves(run_id, record.curves)
+    tracker.log_table(run_id, [{k: (json.dumps(v, default=str, ensure_ascii=False) if isinstance(v, list) else v)
+                                for k, v in row.items()} for row in table], CASE_TABLE)
+    tracker.log_files(run_id, {"config.yaml": config_yaml})
+    digest = record.fingerprints.get("dataset_sha256", "")
+    tracker.log_dataset(
+        run_id, name=f"{record.dataset}-{record.variant}", digest=digest, source=record.dataset_source,
+        rows=[{k: row[k] for k in ("qid", "question", "question_type", "answerable")} for row in table],
+        tags={"documents": str(record.counts.get("documents", 0)), "chunks": str(record.counts.get("chunks", 0)),
+              "queries": str(record.counts.get("queries", 0)),
+              **{f"queries/{t}": str(n) for t, n in sorted(record.queries_by_type.items())}},
+    )
