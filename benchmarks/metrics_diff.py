@@ -1,8 +1,8 @@
 """Dump what sweeps logged to MLflow (metrics, params, tags, artifacts), and diff two dumps: a change that
 should change no result must change nothing here.
 
-    python benchmarks/metrics_diff.py dump sqlite:///before/design/mlflow.db [more store URIs ...] before.json
-    python benchmarks/metrics_diff.py dump sqlite:///after/design/mlflow.db [...] after.json
+    python benchmarks/metrics_diff.py dump --code /work/before sqlite:///before/design/mlflow.db [...] before.json
+    python benchmarks/metrics_diff.py dump --code /work/main sqlite:///after/design/mlflow.db [...] after.json
     python benchmarks/metrics_diff.py diff before.json after.json [--ignore-prefix retrieval/chunk/ params:tracking.]
         [--rename old/key=new/key ...]
 
@@ -17,9 +17,9 @@ run by ``design/(sweep)``: give each sweep its own store. Per run the dump holds
   in full, so a diff names the field that changed; a rendered view (HTML, Markdown, image) only as present;
   any other file as the hash of its normalised text.
 
-Every string is normalised: the store's folder becomes ``<store>``, the folder holding it ``<root>``, a
-temporary path ``<tmp>``, an MLflow run id ``<run-id>``, a timestamp ``<time>``, so two stores of the same
-sweeps dump the same.
+Every string is normalised: the store's folder becomes ``<store>``, the folder holding it ``<root>``, the
+source tree given as ``--code`` ``<code>``, a temporary path ``<tmp>``, an MLflow run id ``<run-id>``, a
+timestamp ``<time>``, so two stores of the same sweeps dump the same.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ CACHE_STATE_TAGS = ("ragbench.cache_key.",)  # a job tags the key of each stage 
 # JSON fields (the last part of a key) that measure the machine or name a run, a time or a process
 VOLATILE_KEYS = re.compile(r"(^|/)(latency|timings?|times?|durations?|elapsed\w*|\w*_(ms|seconds)|run_id|run_ids|"
                            r"parent_run_id|start_time|end_time|timestamp|created(_at)?|owner|pid|host(name)?|"
+                           r"git_commit|job_hash|"  # the job hash includes the commit
                            # compare's Holm family holds the latency/ metrics: their noise moves every p_holm,
                            # and with it a verdict (seen: context/tokens "no detectable" <-> "no practical")
                            r"p_holm|verdict)$")
@@ -65,19 +66,23 @@ TMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s\"',;)]*")
 class Normaliser:
     """Keys and strings as a second store of the same sweep would log them (see the module docstring)."""
 
-    def __init__(self, store: Path, cold: bool) -> None:
-        self.store, self.root = str(store), str(store.parent)
+    def __init__(self, store: Path, cold: bool, code: str | None = None) -> None:
+        self.store, self.root, self.code = str(store), str(store.parent), code
         self.skip = SKIP if cold else SKIP + CACHE_STATE
         self.skip_tags = VOLATILE_TAG_PREFIXES if cold else VOLATILE_TAG_PREFIXES + CACHE_STATE_TAGS
 
     def text(self, s: str) -> str:
         s = s.replace(self.store, "<store>").replace(self.root + "/", "<root>/")
+        if self.code:
+            s = s.replace(self.code.rstrip("/") + "/", "<code>/")
         s = TMP.sub("<tmp>", s)
         s = RUN_ID.sub("<run-id>", s)
         return TIME.sub("<time>", s)
 
     def volatile(self, key: str) -> bool:
-        return key.startswith(self.skip) or bool(VOLATILE_KEYS.search(key))
+        """A metric key, JSON field or tag name (a record's copy of the tags) that a second run changes."""
+        return (key.startswith(self.skip) or key in VOLATILE_TAGS or key.startswith(self.skip_tags)
+                or bool(VOLATILE_KEYS.search(key)))
 
     def obj(self, o: Any) -> Any:
         """A parsed JSON value with its volatile fields dropped and its strings normalised; a table
@@ -121,12 +126,12 @@ def _files(client: Any, run_id: str, folder: str | None = None) -> list[str]:
     return out
 
 
-def dump_store(uri: str, cold: bool = False) -> dict[str, dict[str, Any]]:
+def dump_store(uri: str, cold: bool = False, code: str | None = None) -> dict[str, dict[str, Any]]:
     """Every run of one store, keyed ``<store folder>/<run name>``."""
     import mlflow
 
     store = Path(uri.removeprefix("sqlite:///")).parent if uri.startswith("sqlite:///") else Path(uri)
-    norm = Normaliser(store, cold)
+    norm = Normaliser(store, cold, code)
     client = mlflow.MlflowClient(tracking_uri=uri)
     jobs: dict[str, dict[str, Any]] = {}
     for exp in client.search_experiments():
@@ -141,17 +146,16 @@ def dump_store(uri: str, cold: bool = False) -> dict[str, dict[str, Any]]:
                 "status": run.info.status,
                 "metrics": {k: v for k, v in sorted(run.data.metrics.items()) if not k.startswith(norm.skip)},
                 "params": {k: norm.text(v) for k, v in sorted(run.data.params.items())},
-                "tags": {k: norm.text(v) for k, v in sorted(tags.items())
-                         if k not in VOLATILE_TAGS and not k.startswith(norm.skip_tags)},
+                "tags": {k: norm.text(v) for k, v in sorted(tags.items()) if not norm.volatile(k)},
                 "artifacts": {p: _artifact(local / p, norm) for p in sorted(_files(client, run.info.run_id))},
             }
     return jobs
 
 
-def dump(uris: list[str], out: str, cold: bool = False) -> int:
+def dump(uris: list[str], out: str, cold: bool = False, code: str | None = None) -> int:
     jobs: dict[str, dict[str, Any]] = {}
     for uri in uris:
-        jobs.update(dump_store(uri, cold))
+        jobs.update(dump_store(uri, cold, code))
     with open(out, "w") as f:
         json.dump(jobs, f, indent=None, sort_keys=True, separators=(",", ":"))
     count = {kind: sum(len(j[kind]) for j in jobs.values()) for kind in ("metrics", "params", "tags", "artifacts")}
@@ -265,6 +269,7 @@ def main() -> int:
     d.add_argument("out")
     d.add_argument("--cold", action="store_true",
                    help="the sweeps ran from an empty cache: keep what depends on the cache's state (CACHE_STATE)")
+    d.add_argument("--code", help="the source tree that ran the sweeps (its paths, e.g. a prompt file, become <code>)")
     c = sub.add_parser("diff")
     c.add_argument("before")
     c.add_argument("after")
@@ -276,7 +281,7 @@ def main() -> int:
     c.add_argument("--show", type=int, default=5, help="differing fields shown per artifact")
     args = p.parse_args()
     if args.cmd == "dump":
-        return dump(args.uris, args.out, args.cold)
+        return dump(args.uris, args.out, args.cold, args.code)
     renames = dict(r.split("=", 1) for r in args.rename)
     return diff(args.before, args.after, args.ignore_prefix, renames, args.show)
 

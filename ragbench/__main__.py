@@ -7,22 +7,9 @@ import os
 import sys
 import threading
 
-# Nothing may call out of the machine by default; users override these in their environment.
-for _key, _value in {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-    "DO_NOT_TRACK": "1",
-    "RAY_USAGE_STATS_ENABLED": "0",
-    "TOKENIZERS_PARALLELISM": "false",
-    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",  # a progress bar per artifact copy is noise in a sweep log
-}.items():
-    os.environ.setdefault(_key, _value)
-if not sys.stderr.isatty():  # off a terminal (CI logs, pipes) tqdm bars are \r-joined noise: no bars at all
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+from ragbench import offline
+
+offline.set_defaults()  # nothing calls out of the machine unless the user's environment says so
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402

@@ -32,7 +32,15 @@ SWEEP_METRICS = {
 BUILT_IN: dict[str, MetricInfo] = merge(
     aggregate.CASE_METRICS, aggregate.METRICS, job_metrics.METRICS, evidence.METRICS, trace.METRICS, store.METRICS,
     ann_recall.METRICS, budget.METRICS, systems.METRICS, calibrate.METRICS, SWEEP_METRICS)
-DECLARED: dict[str, MetricInfo] = merge(BUILT_IN, scorers.METRICS)
+# keys earlier versions logged and this one does not: declared so that their runs stay readable (compare,
+# verify); never logged again, so not in docs/metrics.md
+_MRR = "1 / rank of the first relevant {} over the whole ranking; renamed {} (cut at rank 10) in ragbench 0.1"
+RETIRED: dict[str, MetricInfo] = {
+    "retrieval/mrr": MetricInfo(_MRR.format("evidence unit", "retrieval/mrr_at_10"), "ragbench (retired)"),
+    "retrieval/chunk/mrr": MetricInfo(_MRR.format("chunk", "retrieval/chunk/mrr_at_10"), "ragbench (retired)"),
+    "headline/mrr": MetricInfo(_MRR.format("evidence unit", "headline/mrr_at_10"), "ragbench (retired)"),
+}
+DECLARED: dict[str, MetricInfo] = merge(BUILT_IN, RETIRED, scorers.METRICS)
 # docs/metrics.md's tables: a declared name goes under the first family whose prefix it starts with
 FAMILIES = (
     ("answer/", "Answers"), ("judge/", "LLM judges"), ("retrieval/", "Retrieval"), ("context/", "Contexts"),
@@ -77,7 +85,8 @@ def sweep_ranks(role: str) -> list[str]:
 
 def markdown() -> str:
     """docs/metrics.md's metric tables, between their markers."""
-    return f"{MARKDOWN_BEGIN}\n\n{markdown_table(DECLARED, FAMILIES)}\n{MARKDOWN_END}\n"
+    current = {name: info for name, info in DECLARED.items() if name not in RETIRED}
+    return f"{MARKDOWN_BEGIN}\n\n{markdown_table(current, FAMILIES)}\n{MARKDOWN_END}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

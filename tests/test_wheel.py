@@ -59,6 +59,5 @@ def test_wheel_runs_a_job_outside_the_repo(tmp_path):
     assert "retrieval/hit_at_5" in proc.stdout
     listing = subprocess.run([str(py), "-m", "zipfile", "-l", str(wheel)], capture_output=True, text=True).stdout
     for name in ("ragbench/conf/config.yaml", "ragbench/conf/dataset/locomo.yaml",
-                 "ragbench/datasets/samples/locomo/data/locomo10.json", "ragbench/datasets/samples/locomo/NOTICE",
-                 "hydra_plugins/ragbench_sweeper/ragbench_sweeper.py"):  # the default -m sweeper
+                 "ragbench/datasets/samples/locomo/data/locomo10.json", "ragbench/datasets/samples/locomo/NOTICE"):
         assert name in listing, name

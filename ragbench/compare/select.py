@@ -12,7 +12,7 @@ from typing import Any
 
 from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
-from ragbench.record import CASES_ARTIFACT, cases_run_id
+from ragbench.record import CASES_ARTIFACT, RUN_FILE, RunRecord, cases_run_id
 from ragbench.stages import encode_only
 from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
@@ -138,8 +138,9 @@ def _quiet_downloads() -> Iterator[None]:
 
 
 def load_cases(client: Any, run: Any) -> RunCases:
-    """A run's cases as RunCases: from its compact ``case_scores.json`` when the run has one, else (runs logged
-    before it existed) from its ``cases.jsonl`` -- the same numbers (``runcases.scores_document``)."""
+    """A run's cases as RunCases, from its record: ``run.json`` and ``cases.jsonl`` (``ragbench.record``). A run
+    logged before the record is read from its MLflow run and its compact ``case_scores.json`` (or, older
+    still, its ``cases.jsonl``): the same numbers."""
     rid = str(run.info.run_id)
     holder = cases_run_id(run)
     tags, params = run.data.tags, run.data.params
@@ -153,7 +154,17 @@ def load_cases(client: Any, run: Any) -> RunCases:
         names = {f.path for f in client.list_artifacts(holder)}
     except Exception:  # noqa: BLE001 - any store or transport error: try the download, which names it
         names = set()
-    if SCORES_ARTIFACT in names:
+    if RUN_FILE in names:  # a ragbench-run/2 record: what the job was and found comes from the record itself
+        try:
+            record = RunRecord.from_json(_download(client, run, RUN_FILE))
+        except ValueError as exc:
+            raise ConfigError(f"run {rid}: {RUN_FILE} is not a readable record ({exc}); fix: rerun the job "
+                              "(its stage cache makes that cheap)") from None
+        topk = (record.config.get("retrieval") or {}).get("topk")
+        meta.update(dataset=record.dataset or meta["dataset"], metrics=dict(record.metrics) or meta["metrics"],
+                    dataset_sha256=record.fingerprints.get("dataset_sha256", ""), baseline=baseline_kind(record.tags),
+                    topk=int(topk) if isinstance(topk, int) else meta["topk"])
+    elif SCORES_ARTIFACT in names:  # the layout before the record: its compact scores document
         text = _download(client, run, SCORES_ARTIFACT)
         try:
             doc = json.loads(text)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ragbench.cache.store import StageCache
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, RagbenchError
 from tests.fixtures.jobs import run_job
 
 pytestmark = pytest.mark.slow
@@ -115,7 +115,7 @@ def test_index_built_with_other_settings_is_refused(tmp_path):
     data = json.loads(manifest.read_text())
     data["libraries"]["sentence-transformers"] = "0.0.1"
     manifest.write_text(json.dumps(data))
-    with pytest.raises(SystemExit):  # a top-k past the shared search depth: retrieval runs, the index is read
+    with pytest.raises(RagbenchError):  # a top-k past the shared search depth: retrieval runs, the index is read
         run_job([*overrides, "resume=false", "retrieval.topk=20"], tmp_path)
     from mlflow import MlflowClient
 

@@ -68,30 +68,49 @@ def test_compare_latest_sweep_json_and_report(sweep):
         p.name for p in report.iterdir()}
 
 
-def test_compact_case_scores_hold_the_numbers_of_cases_jsonl(sweep):
-    """Each job logs case_scores.json beside cases.jsonl; a comparison reads it, and every per-case value,
-    NaN position, type, status and taxonomy count is the one cases.jsonl gives, at a fraction of its size."""
+def test_compare_reads_the_record_and_the_layout_before_it(sweep, tmp_path):
+    """Each job's run holds its record (run.json, cases.jsonl) and compare reads what the job was from it; a
+    run in the layout before the record (case_scores.json beside cases.jsonl, no run.json) gives the same
+    cases, values, NaN positions, types, statuses and taxonomy counts."""
     import numpy as np
 
-    from ragbench.compare.runcases import SCORES_ARTIFACT, from_rows
+    from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
     from ragbench.compare.select import load_cases
     from ragbench.compare.taxonomy import taxonomy
+    from ragbench.record import RUN_FILE, RunRecord
 
     _, jobs, _, client = sweep
     for run in jobs.values():
         rid = run.info.run_id
-        compact = load_cases(client, run)
-        full_path = Path(client.download_artifacts(rid, "cases.jsonl"))
-        rows = [json.loads(line) for line in full_path.read_text().splitlines()]
-        full = from_rows(rows, run_id=rid, name=compact.name, dataset=compact.dataset, topk=compact.topk)
-        assert compact.qids == full.qids and compact.types == full.types
-        assert (compact.ok == full.ok).all() and (compact.skipped == full.skipped).all()
-        assert compact.fields.keys() == full.fields.keys() and len(compact.fields) > 40
-        for key, col in full.fields.items():
-            np.testing.assert_array_equal(compact.fields[key], col, err_msg=key)  # NaN where NaN, else equal
-        assert taxonomy(compact).counts == taxonomy(full).counts
-        size = Path(client.download_artifacts(rid, SCORES_ARTIFACT)).stat().st_size
-        assert size < full_path.stat().st_size / 4
+        names = {a.path for a in client.list_artifacts(rid)}
+        assert {RUN_FILE, "cases.jsonl", "cases_table.json", "config.yaml"} <= names and SCORES_ARTIFACT not in names
+        record = RunRecord.from_json(Path(client.download_artifacts(rid, RUN_FILE)).read_text())
+        assert record.status == "FINISHED" and record.name == run.info.run_name
+        assert record.metrics and all(run.data.metrics[k] == v for k, v in record.metrics.items())
+        assert record.fingerprints["dataset_sha256"] == run.data.tags["ragbench.dataset_sha256"]
+        new = load_cases(client, run)
+        assert new.dataset == record.dataset and new.topk == int(run.data.params["retrieval.topk"])
+        # the same job in the earlier layout: its MLflow run, cases.jsonl and the compact case_scores.json
+        rows = [json.loads(line) for line in Path(client.download_artifacts(rid, "cases.jsonl")).read_text().splitlines()]
+        tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.parentRunId"}  # outside the sweep
+        old_id = client.create_run(run.info.experiment_id, run_name=run.info.run_name, tags=tags).info.run_id
+        for key, value in run.data.params.items():
+            client.log_param(old_id, key, value)
+        for key, value in run.data.metrics.items():
+            client.log_metric(old_id, key, value)
+        folder = tmp_path / old_id
+        folder.mkdir()
+        (folder / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / SCORES_ARTIFACT).write_text(json.dumps(scores_document(rows)))
+        client.log_artifacts(old_id, str(folder))
+        client.set_terminated(old_id, "FINISHED")
+        old = load_cases(client, client.get_run(old_id))
+        assert (old.qids, old.types, old.dataset, old.topk) == (new.qids, new.types, new.dataset, new.topk)
+        assert (old.ok == new.ok).all() and old.fields.keys() == new.fields.keys() and len(new.fields) > 40
+        for key, col in new.fields.items():
+            np.testing.assert_array_equal(old.fields[key], col, err_msg=key)  # NaN where NaN, else equal
+        assert taxonomy(old).counts == taxonomy(new).counts
+        client.delete_run(old_id)
 
 
 def test_sweep_parent_holds_the_report(sweep):

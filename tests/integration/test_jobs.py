@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragbench.datasets.locomo import CATEGORIES
+from ragbench.errors import DatasetError
 from ragbench.judge.aggregate import metric_name
 from tests.fixtures.components import fails
 from tests.fixtures.jobs import run_job
@@ -125,9 +126,8 @@ def test_failed_cases_count_as_zero_and_are_reported(tmp_path):
 
 
 def test_missing_dataset_path_is_a_named_error_before_any_run(tmp_path, caplog):
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(DatasetError):  # raised on its way up; __main__ turns it into exit 1 (test_main_exit)
         run_job(["dataset=locomo", f"dataset.path={tmp_path}/nowhere"], tmp_path)
-    assert exc.value.code == 1
     assert not (tmp_path / "mlruns").exists()  # found like a bad config value: no store, no FAILED run
     [err] = [r.getMessage() for r in caplog.records if "dataset.path does not exist" in r.getMessage()]
     assert "dataset 'locomo'" in err and "nowhere" in err and "fix:" in err

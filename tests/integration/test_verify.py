@@ -57,17 +57,21 @@ def test_verify_reproduces_a_job_and_catches_tampering(server, tmp_path, monkeyp
     assert verify([run_id, "--tracking-uri", uri]) == 0
     assert "OK: every metric matches to 1e-9" in capsys.readouterr().out
 
-    # the compact case_scores.json (what ragbench.compare reads) must hold the numbers of cases.jsonl
-    scores = next(p for p in tmp_path.rglob("case_scores.json") if run_id in str(p))
-    original = scores.read_text()
-    doc = json.loads(original)
-    col = doc["fields"]["retrieval/mrr_at_10"]
-    at = next(i for i, v in enumerate(col) if v is not None)
-    col[at] = col[at] + 0.5
-    scores.write_text(json.dumps(doc))
+    # the record is the evidence: a case whose ranking was edited no longer gives the logged figures
+    cases = next(p for p in tmp_path.rglob("cases.jsonl") if run_id in str(p) and "artifacts" in p.parts)
+    original = cases.read_text()
+    lines = original.splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["qrels"]["unit"])
+    row = json.loads(lines[at])
+    row["ranked_ids"] = row["ranked_ids"][::-1]
+    row["hit_units"] = row["hit_units"][::-1]
+    lines[at] = json.dumps(row)
+    cases.write_text("\n".join(lines) + "\n")
     assert verify([run_id, "--tracking-uri", uri]) == 1
-    assert "case_scores.json: field 'retrieval/mrr_at_10' differs from cases.jsonl in 1 of 30 cases" in capsys.readouterr().out
-    scores.write_text(original)
+    assert "FAILED" in capsys.readouterr().out
+    cases.write_text(original)
+    assert verify([run_id, "--tracking-uri", uri]) == 0
+    capsys.readouterr()
 
     client.log_metric(run_id, "answer/f1", run.data.metrics["answer/f1"] + 1e-6)
     assert verify([run_id, "--tracking-uri", uri]) == 1
