@@ -5,11 +5,9 @@
     the budget stopped it (JobStopped)   KILLED   one line; NaN in a sweep, raised alone (exit 1)
     RagbenchError (config, data, LLM)    FAILED   tag ragbench.error, answer scores 0 when none were
                                                   computed; one line; NaN in a sweep, raised alone (exit 1)
-    any other exception                  FAILED   tag ragbench.error, traceback; NaN in a sweep, raised alone
-    the record cannot be logged          FAILED   as the row above
+    another exception, a failed upload   FAILED   tag ragbench.error, traceback; NaN in a sweep, raised alone
     Ctrl-C, SIGTERM (Interrupted)        KILLED   raised at the next safe point (ragbench.interrupts)
     a full disk (DiskFull)               KILLED   where the store still takes it; raised
-
 Library code raises; ``ragbench.__main__`` alone turns what reaches it into an exit code.
 """
 
@@ -29,7 +27,7 @@ from ragbench.identity import job_hash
 from ragbench.outcome import objective
 from ragbench.record import REUSED_FROM, RecordWriter, begun, finished
 from ragbench.tracking.full_disk import DiskFull, disk_full
-from ragbench.tracking.mlflow_sink import log_record, start_params
+from ragbench.tracking.mlflow_sink import log_files, log_results, start_params
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -39,21 +37,18 @@ if TYPE_CHECKING:
     from ragbench.tracking.mlflow_tracker import MlflowTracker
 
 log = logging.getLogger("ragbench")
-RECORD_KEY = "hydra.run.dir / hydra.sweep.dir"  # what moves a job's record to a disk with room
 Work = Callable[["Job", "Components"], Mapping[str, float]]
 
 
 class Job:
-    """One job's MLflow run and record. ``run(work, built)`` is the whole life: ``work(job, components)``
-    runs the pipeline (its cases go to ``job.writer``), hands its results to ``job.finished`` and returns
-    the metrics; ``built`` is the components, or the RagbenchError building them raised (in a sweep that
-    job is still recorded, as a FAILED run)."""
+    """One job's MLflow run and record. ``run(work, built)`` is the whole life: ``work(job, components)`` runs
+    the pipeline (cases to ``job.writer``), hands its results to ``job.finished``, returns the metrics; ``built``
+    is the components, or the RagbenchError building them raised (a sweep still records that job, FAILED)."""
 
     def __init__(self, cfg: DictConfig, tracker: MlflowTracker, *, name: str, parent: str | None,
                  multirun: bool, folder: Path) -> None:
-        self.cfg, self.tracker, self.name, self.parent, self.multirun = cfg, tracker, name, parent, multirun
+        self.cfg, self.tracker, self.name, self.parent, self.multirun, self.folder = cfg, tracker, name, parent, multirun, folder
         self.record = begun(name, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)), job_hash)
-        self.folder = folder
         self.run_id: str | None = None
         self.writer: RecordWriter | None = None
         self.scored = False  # the results are in the record (else a failure logs 0 for its answer scores)
@@ -93,8 +88,11 @@ class Job:
             raise
 
     def finished(self, result: JobResult, *, topk: int, extra_tags: Mapping[str, str]) -> None:
-        """The pipeline's results go into the record (logged when the job ends, whatever its status)."""
+        """The pipeline's results into the record and the run (a failure after this keeps them)."""
+        assert self.run_id is not None and self.writer is not None
         self.record = finished(self.record, result, topk=topk, extra_tags=extra_tags)
+        log_results(self.tracker, self.run_id, self.record, table=self.writer.table,
+                    config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True))
         self.scored = True
 
     def _start(self, built: Components | RagbenchError) -> None:
@@ -108,9 +106,7 @@ class Job:
 
     def _resume(self) -> Any | None:
         """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
-        labelled with this sweep's job number and overrides; the earlier run and its sweep stay untouched.
-        Interrupted runs of the job are closed as KILLED, unless their process is alive (a concurrent sweep).
-        A single run always runs (the stage cache makes that cheap)."""
+        under this sweep's label; the earlier run stays untouched. A single run always runs (the cache is cheap)."""
         tracker, jhash = self.tracker, self.record.job_hash
         done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
         if not self.cfg.get("resume", True) or not done or self.parent is None:
@@ -180,10 +176,9 @@ class Job:
         try:
             if self.writer is not None:  # None: the record never opened (its params or its folder failed)
                 self.writer.finish(self.record.ended(status, _text(error)))
-                log_record(self.tracker, self.run_id, self.writer.record, folder=self.folder, table=self.writer.table,
-                           config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True), results=self.scored)
+                log_files(self.tracker, self.run_id, self.folder)
         except Exception as exc:  # noqa: BLE001 - the job's failure, recorded on its run
-            full = disk_full(exc, what="the job's record", path=self.folder, key=RECORD_KEY, run_id=self.run_id)
+            full = disk_full(exc, what="the job's record", path=self.folder, key="hydra.run.dir / hydra.sweep.dir", run_id=self.run_id)
             if full is not None:
                 raise full from exc
             sink_error = exc

@@ -38,14 +38,11 @@ def start_params(record: RunRecord) -> dict[str, Any]:
     return {**flatten(dict(record.config)), **record.params}
 
 
-def log_record(tracker: MlflowTracker, run_id: str, record: RunRecord, *, folder: Path,
-               table: Sequence[Mapping[str, Any]], config_yaml: str, results: bool = True) -> None:
-    """A job's record into its MLflow run: the record's files as they are (``run.json``, ``cases.jsonl``,
-    also those of a job that ended early) and, with ``results``, its tags, metrics and curves (one batch),
-    the cases as an MLflow table, the config, and the dataset as the run's input."""
-    tracker.log_folder(run_id, folder)
-    if not results:
-        return
+def log_results(tracker: MlflowTracker, run_id: str, record: RunRecord, *, table: Sequence[Mapping[str, Any]],
+                config_yaml: str) -> None:
+    """A finished pipeline's results into the job's MLflow run: its tags, metrics and curves (one batch), the
+    cases as an MLflow table, the config, and the dataset as the run's input. The record's files follow
+    when the job ends (``log_files``)."""
     with tracker.batched(run_id):  # tags, metrics and curves in as few store writes as fit
         tracker.set_tags(run_id, record.tags)
         tracker.log_metrics(run_id, record.metrics)
@@ -61,3 +58,8 @@ def log_record(tracker: MlflowTracker, run_id: str, record: RunRecord, *, folder
               "queries": str(record.counts.get("queries", 0)),
               **{f"queries/{t}": str(n) for t, n in sorted(record.queries_by_type.items())}},
     )
+
+
+def log_files(tracker: MlflowTracker, run_id: str, folder: Path) -> None:
+    """The record's files as they are (``run.json``, ``cases.jsonl``), whatever way the job ended."""
+    tracker.log_folder(run_id, folder)

@@ -209,3 +209,10 @@ def test_logged_params_and_tags_come_from_the_components_that_declare_them():
     assert component_params(comps) == {"llm/prompt_hash": "abc", "judge/rubrics_hash": "def"}  # type: ignore[arg-type]
     assert component_tags(comps) == {"judge.same_model": "False"}  # type: ignore[arg-type]
 
+
+
+def test_the_job_life_reads_top_to_bottom_in_one_short_module():
+    """Issue 28: start, resume, record and every way out in one module a newcomer reads in one sitting."""
+    from pathlib import Path
+
+    assert len(Path(job_module.__file__).read_text().splitlines()) <= 200
