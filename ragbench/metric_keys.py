@@ -35,11 +35,10 @@ BUILT_IN: dict[str, MetricInfo] = merge(
 # keys earlier versions logged and this one does not: declared so that their runs stay readable (compare,
 # verify); never logged again, so not in docs/metrics.md
 _MRR = "1 / rank of the first relevant {} over the whole ranking; renamed {} (cut at rank 10) in ragbench 0.1"
-RETIRED: dict[str, MetricInfo] = {
-    "retrieval/mrr": MetricInfo(_MRR.format("evidence unit", "retrieval/mrr_at_10"), "ragbench (retired)"),
-    "retrieval/chunk/mrr": MetricInfo(_MRR.format("chunk", "retrieval/chunk/mrr_at_10"), "ragbench (retired)"),
-    "headline/mrr": MetricInfo(_MRR.format("evidence unit", "headline/mrr_at_10"), "ragbench (retired)"),
-}
+RETIRED: dict[str, MetricInfo] = {  # diagnostics, as every retrieval figure: the mean over the queries that have it
+    old: MetricInfo(_MRR.format(unit, f"{old}_at_10"), "ragbench (retired)", kind="diagnostic")
+    for old, unit in (("retrieval/mrr", "evidence unit"), ("retrieval/chunk/mrr", "chunk"),
+                      ("headline/mrr", "evidence unit"))}
 DECLARED: dict[str, MetricInfo] = merge(BUILT_IN, RETIRED, scorers.METRICS)
 # docs/metrics.md's tables: a declared name goes under the first family whose prefix it starts with
 FAMILIES = (

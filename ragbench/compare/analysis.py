@@ -89,7 +89,7 @@ def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000,
             return
         runs = [load_cases(client, r) for r in found]
         comp, taxa = analyse(runs, resamples=resamples, notes=notes, sort_by=sort_by)
-        write_report(Path(tmp), comp, taxa, records=load_records(client, found), tags=run_tags(found))
+        write_report(Path(tmp), comp, taxa, records=load_records(client, found, runs), tags=run_tags(found))
         client.log_artifacts(parent_run_id, tmp, artifact_path="compare")
     tracker.set_tags(parent_run_id, {REPORT_KEY: key})
     log.info("comparison report logged to the sweep run %s under compare/", parent_run_id)

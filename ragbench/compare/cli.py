@@ -204,7 +204,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         from ragbench.compare.html_data import load_records, run_tags
 
         try:
-            files = write_report(args.report, comp, taxa, records=load_records(client, found), tags=run_tags(found))
+            files = write_report(args.report, comp, taxa, records=load_records(client, found, runs), tags=run_tags(found))
         except OSError as exc:
             return _write_error("--report", args.report, exc)
         print(f"report: {files[1]} and {files[0]} ({len(files)} files)")

@@ -32,16 +32,20 @@ MAX_RANKED = 10  # ranked ids shown per case beyond the top-k texts
 _AT = re.compile(r"^(retrieval/(?:hit|recall|ndcg)_at_)(\d+)$")
 
 
-def load_records(client: Any, runs: Sequence[Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each MLflow run's ``cases.jsonl`` rows (run id -> rows), for the drill-down; a run whose file cannot
+def load_records(client: Any, runs: Sequence[Any], read: Sequence[RunCases] = ()) -> dict[str, list[dict[str, Any]]]:
+    """Each MLflow run's ``cases.jsonl`` rows (run id -> rows), for the drill-down: those the comparison
+    already read from the run's record (``read``) as they are, the others read now; a run whose file cannot
     be read has none (the report shows its scores only)."""
     import json
 
     from ragbench.compare.select import _download
     from ragbench.errors import RagbenchError
 
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[dict[str, Any]]] = {rc.run_id: [dict(row) for row in rc.rows] for rc in read
+                                             if rc.rows and "question" in rc.rows[0]}  # whole records
     for run in runs:
+        if str(run.info.run_id) in out:
+            continue
         try:
             text = _download(client, run, "cases.jsonl")
             out[str(run.info.run_id)] = [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -32,18 +32,28 @@ def encode_to_file(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequenc
     first = np.asarray(encode(texts[:block]), dtype=np.float32)
     if first.ndim != 2 or first.shape[0] != min(block, len(texts)):
         raise RagbenchError(f"the embedder returned shape {first.shape} for {min(block, len(texts))} texts")
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".spill-", suffix=".npy", dir=folder)
-    os.close(fd)
-    out = np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=(len(texts), first.shape[1]))
-    if folder is None:
-        os.unlink(name)
-    try:
+
+    def fill(out: np.ndarray) -> None:
         out[: len(first)] = first
         for start in range(block, len(texts), block):
             part = np.asarray(encode(texts[start: start + block]), dtype=np.float32)
             out[start: start + len(part)] = part
+
+    return _spilled(folder, (len(texts), first.shape[1]), fill)
+
+
+def _spilled(folder: Path | None, shape: tuple[int, int], fill: Callable[[np.ndarray], None]) -> np.ndarray:
+    """A float32 ``.npy`` of ``shape`` under ``folder`` (without one, a temp file unlinked at once: the mapping
+    keeps it alive), memory-mapped and filled by ``fill``; the file is removed when filling fails."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".spill-", suffix=".npy", dir=folder)
+    os.close(fd)
+    out = np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=shape)
+    if folder is None:
+        os.unlink(name)
+    try:
+        fill(out)
         out.flush()
     except BaseException:
         if folder is not None:
@@ -63,26 +73,16 @@ def concat_to_file(parts: Sequence[np.ndarray], folder: Path | None, *, block: i
     if len(dims) != 1:
         raise RagbenchError(f"the shards hold vectors of different widths {sorted(dims)}; fix: rebuild them with "
                             "cache.mode=refresh")
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".spill-", suffix=".npy", dir=folder)
-    os.close(fd)
-    out = np.lib.format.open_memmap(name, mode="w+", dtype=np.float32, shape=(sum(map(len, full)), dims.pop()))
-    if folder is None:
-        os.unlink(name)
-    try:
+
+    def fill(out: np.ndarray) -> None:
         row = 0
         for part in full:
             for start in range(0, len(part), block):
                 chunk = np.asarray(part[start: start + block], dtype=np.float32)
                 out[row: row + len(chunk)] = chunk
                 row += len(chunk)
-        out.flush()
-    except BaseException:
-        if folder is not None:
-            Path(name).unlink(missing_ok=True)
-        raise
-    return out
+
+    return _spilled(folder, (sum(map(len, full)), dims.pop()), fill)
 
 
 def spilled_file(vectors: np.ndarray) -> Path | None:

@@ -156,7 +156,11 @@ def test_a_job_killed_while_its_batch_runs_resumes_the_batch(server, normal, tmp
                               filter_string="attributes.status = 'FINISHED'")
     assert len(runs) == 1
     m = runs[0].data.metrics  # (the run also logs what the tracker derives: curves, by type...)
-    assert {k: m.get(k) for k in _same(n)} == _same(n)
+    # the in-process job also reports 0 tokens for roles other tests in this worker process used (the
+    # budget ledger lists every role it has seen); this subprocess job has only its own roles
+    other_roles = {k for k in _same(n) if k not in m and k.startswith("tokens/") and n[k] == 0.0}
+    assert {k: m.get(k) for k in _same(n) if k not in other_roles} == {k: v for k, v in _same(n).items()
+                                                                       if k not in other_roles}
     assert m["cost/usd_total"] == pytest.approx(n["cost/usd_total"] / 2)
     assert runs[0].data.tags["ragbench.llm_batches"] == f"batch_{submitted + 1},batch_{submitted + 2}"
     folder = Path(client.download_artifacts(runs[0].info.run_id, ""))
