@@ -25,7 +25,8 @@ _gc_start: dict[int, float] = {}
 
 TIMED = [
     ("ragbench.app", "run"),
-    ("ragbench.tracking.mlflow_sink", "log_record"),
+    ("ragbench.tracking.mlflow_sink", "log_results"),
+    ("ragbench.tracking.mlflow_sink", "log_files"),
     ("ragbench.job", "Job._resume"),
     ("ragbench.job", "Job._end"),
     ("ragbench.record", "RecordWriter.case"),
