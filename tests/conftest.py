@@ -34,3 +34,24 @@ def minilm():
 def mlflow_uri(tmp_path):
     """A fresh sqlite MLflow store for one test; returns (uri, artifact_root)."""
     return f"sqlite:///{tmp_path}/mlruns/mlflow.db", str(tmp_path / "mlruns" / "artifacts")
+
+
+@pytest.fixture(autouse=True)
+def _signal_dispositions():
+    """Each test starts with Python's own SIGINT/SIGTERM handling and leaves them as it found them. A way
+    out that ignores further signals (``interrupts.ignore``), run in a test's process, would otherwise leave
+    SIG_IGN in the worker, and every process a later test starts inherits it (an ignored signal survives
+    exec): a subprocess test of Ctrl-C would wait forever."""
+    import signal
+
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    before = {sig: signal.getsignal(sig) for sig in defaults}
+    for sig, handler in defaults.items():
+        if before[sig] is signal.SIG_IGN:
+            signal.signal(sig, handler)
+    yield
+    for sig, handler in before.items():
+        if handler is not None and handler is not signal.SIG_IGN and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+        elif handler is signal.SIG_IGN:
+            signal.signal(sig, defaults[sig])
