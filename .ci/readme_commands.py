@@ -1,7 +1,7 @@
 """Prints one of the README's marked commands, so CI runs exactly what the README tells a user to run.
 
 The README marks each command with an HTML comment right before its fenced block:
-``<!-- ci:install -->`` and ``<!-- ci:test -->``. Usage: ``python .ci/readme_commands.py install``.
+``<!-- ci:install -->``, ``<!-- ci:quick -->`` and ``<!-- ci:test -->``. Usage: ``python .ci/readme_commands.py install``.
 """
 
 from __future__ import annotations

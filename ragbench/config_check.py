@@ -257,6 +257,7 @@ def check_overrides(args: list[str]) -> None:
         parsed = OverridesParser.create().parse_overrides(get_args_parser().parse_known_args(args)[0].overrides)
     except Exception:  # noqa: BLE001 - malformed overrides get Hydra's own message
         return
+    _check_choices(parsed, args)
     chosen: dict[str, list[str]] = {}
     for o in parsed:
         if o.is_add() or o.is_force_add() or o.is_delete():
@@ -290,6 +291,36 @@ def check_overrides(args: list[str]) -> None:
             _walk(rest, merged, [first], f" of {first}={','.join(names)}")
         else:
             _walk(rest, root[first], [first])
+
+
+# command-line options that add config folders of the user's: a group option may then be theirs (Hydra decides)
+SEARCH_PATH_ARGS = ("hydra.searchpath", "+hydra.searchpath", "++hydra.searchpath", "--config-dir", "-cd",
+                    "--config-path", "-cp")
+
+
+def _check_choices(parsed: list[Any], args: list[str]) -> None:
+    """Every value given to a config group (``dataset=locomo,qasprr``, ``'judge=[lexical,llmm]'``) names one
+    of its options: each value of a sweep is checked here, before Hydra composes and before any MLflow store
+    is opened, so a typo in the third value of a list is one line, not Hydra's 14 and a FAILED sweep run."""
+    if any(a.split("=", 1)[0] in SEARCH_PATH_ARGS for a in args):
+        return
+    groups = _groups()
+    for o in parsed:
+        group = o.key_or_group
+        if o.is_delete() or o.package or group not in groups or not _options(group):
+            continue
+        if o.is_sweep_override() and (o.value_type is None or o.value_type.name == "GLOB_CHOICE_SWEEP"
+                                      or not o.is_discrete_sweep()):
+            continue  # glob(...) picks among the options itself
+        values = list(o.sweep_iterator()) if o.is_sweep_override() else [o.value()]
+        names = [v for value in values for v in (value if isinstance(value, list) else [value])]
+        options = _options(group)
+        for name in names:
+            if name is None or str(name) in options:
+                continue
+            given = o.input_line or f"{group}={name}"
+            raise ConfigError(f"{name!s} is not an option of {group} (in {given}); "
+                              f"{_close(str(name), options, f'{group}=')}".replace("valid keys here", "options"))
 
 
 OPEN_KEYS = ("system.params.",)  # keys a user names freely (an outside system's own parameters)

@@ -27,6 +27,10 @@ def ragbench(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     (["retrieval.topk=0"], "retrieval.topk=0 is not valid: use an integer >= 1"),
     (["retrieval.topk=abc"], "retrieval.topk='abc' is not valid: use an integer >= 1"),
     (["llm=openai", "llm.timeout=inf"], "llm.timeout=inf is not valid: use a finite number > 0"),
+    (["-m", "dataset=locomo,qasprr"], "qasprr is not an option of dataset (in dataset=locomo,qasprr); "
+                                      "did you mean dataset=qasper?"),
+    (["-m", "retrieval=dense,bm52"], "bm52 is not an option of retrieval (in retrieval=dense,bm52); "
+                                     "did you mean retrieval=bm25?"),
 ])
 def test_config_error_is_one_line_exit_1_and_no_mlflow_run(tmp_path, args, message):
     proc = ragbench(args, tmp_path)

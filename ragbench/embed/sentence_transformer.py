@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragbench import interrupts
 from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime
 from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError, ModelLoadError
@@ -146,29 +147,43 @@ class SentenceTransformerEmbedder:
         return dimension(self._load())
 
     def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
+        """One ``encode`` call over all ``texts`` (sentence-transformers' own length-sorted batches, so the
+        vectors are the same bit for bit however the call is watched), with a hook before each batch's
+        forward pass: a safe point (``interrupts.check``: the first Ctrl-C stops within one batch, not at
+        the end of the stage) and, on a terminal, a progress bar advanced by the batch's rows."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         st = self._load()
         inputs = [prefix + t for t in texts]
+        # A labelled bar on a terminal only: off one (CI logs, pipes) a bar would print \r-joined lines.
+        bar = None
+        if progress and self.show_progress and sys.stderr.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-        def encode(part: list[str]) -> np.ndarray:
-            return st.encode(part, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                             show_progress_bar=False)
-
-        # A labelled bar on a terminal only: off one (CI logs, pipes) tqdm's bar would print \r-joined lines.
-        if not (progress and self.show_progress and sys.stderr.isatty()):
-            return np.ascontiguousarray(encode(inputs), dtype=np.float32)
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        step = self.batch_size * 8  # slices of 8 batches: length-sorted batching inside each, a bar between
-        parts = []
-        with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      transient=True) as bar:
+            bar = Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                           transient=True)
             task = bar.add_task(f"embedding {len(inputs):,} texts", total=len(inputs))
-            for i in range(0, len(inputs), step):
-                parts.append(encode(inputs[i: i + step]))
-                bar.advance(task, len(inputs[i: i + step]))
-        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+        caller = threading.get_ident()  # the model is shared: another thread's batches are not this call's
+
+        def before_batch(_module: Any, args: tuple[Any, ...]) -> None:
+            if threading.get_ident() != caller:
+                return
+            interrupts.check()
+            if bar is not None:
+                ids = args[0].get("input_ids") if args and isinstance(args[0], Mapping) else None
+                bar.advance(task, int(ids.shape[0]) if ids is not None else self.batch_size)
+
+        hook = st.register_forward_pre_hook(before_batch)
+        try:
+            if bar is not None:
+                bar.start()
+            vecs = st.encode(inputs, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                             show_progress_bar=False)
+        finally:
+            hook.remove()
+            if bar is not None:
+                bar.stop()
+        return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, with a progress bar."""

@@ -3,6 +3,7 @@ and the one-line error without the extra. The vectors themselves: tests/integrat
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 from pathlib import Path
 
@@ -48,14 +49,18 @@ def test_the_default_config_is_torch_and_the_backend_is_a_param():
 
 
 def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name))
+    # Which extras this venv has must not matter (the README's `.[dev]` install has neither onnx nor
+    # onnxruntime): the runtime modules are declared present or missing here, one missing at a time.
+    def installed(missing: str):
+        return lambda name, *a: None if name == missing else importlib.machinery.ModuleSpec(name, None)
+
+    monkeypatch.setattr(importlib.util, "find_spec", installed("onnxruntime"))
     e = SentenceTransformerEmbedder(backend="onnx")
     with pytest.raises(ModelLoadError) as info:
         e.load()
     assert str(info.value) == ("embedder.backend=onnx needs onnxruntime (the onnx extra); "
                                "fix: pip install -e '.[onnx]'")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real(name))
+    monkeypatch.setattr(importlib.util, "find_spec", installed("openvino"))
     with pytest.raises(ModelLoadError, match=r"^embedder.backend=openvino needs openvino \(the openvino extra\); "
                                              r"fix: pip install -e '.\[openvino\]'$"):
         onnx_backend.require_runtime("openvino")

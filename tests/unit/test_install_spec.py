@@ -42,14 +42,17 @@ def test_dev_extra_is_lean_and_ray_has_its_own():
     assert "ray[default]" in " ".join(PROJECT["project"]["optional-dependencies"]["ray"])
 
 
-def test_readme_holds_the_two_commands_ci_runs():
+def test_readme_holds_the_three_commands_ci_runs():
     spec = importlib.util.spec_from_file_location("readme_commands", REPO / ".ci" / "readme_commands.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     found = module.commands((REPO / "README.md").read_text(encoding="utf-8"))
-    assert found == {"install": "pip install -e '.[dev]'", "test": "python -m pytest -q -n auto --dist loadfile"}
+    assert found == {"install": "pip install -e '.[dev]'", "quick": 'python -m pytest -q -m "not slow" tests/unit',
+                     "test": "python -m pytest -q -n auto --dist loadfile"}
     ci = (REPO / ".ci" / "run").read_text()
     assert "readme_commands.py install" in ci and "readme_commands.py test" in ci and "python -m venv" in ci
+    # the quick test runs in the venv the README's install makes, before CI adds any extra
+    assert ci.index("readme_commands.py install") < ci.index("readme_commands.py quick") < ci.index("pip install")
 
 
 def test_venvs_are_git_ignored():

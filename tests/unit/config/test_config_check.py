@@ -103,6 +103,14 @@ BAD_KEYS = [
     (["--cfg", "job", "llm.temprature=0.5"], "not a config key of llm=extractive"),
     (["embedder.parent_vectors=mean"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
     (["-m", "+embedder.parent_vectors=mean,none"], "embedder.parent_vectors has moved: use retrieval.parent_vectors"),
+    # every value of a swept group is an option of it, checked before Hydra composes (45.29)
+    (["-m", "dataset=locomo,qasprr"], "qasprr is not an option of dataset (in dataset=locomo,qasprr); "
+                                      "did you mean dataset=qasper?"),
+    (["-m", "retrieval.topk=3,5", "retrieval=dense,bm52"], "did you mean retrieval=bm25?"),
+    (["-m", "dataset=choice(locomo,qasprr)"], "qasprr is not an option of dataset"),
+    (["judge=[lexical,llmm]"], "llmm is not an option of judge (in judge=[lexical,llmm]); did you mean judge=llm?"),
+    (["-m", "judge=[lexical],[lexical,lmm]"], "lmm is not an option of judge"),
+    (["dataset=zzz"], "zzz is not an option of dataset (in dataset=zzz); options: beir, custom, financebench"),
     (["embedder.worker=true"], "embedder.worker was removed with the encoder worker (it cost CPU and saved none); "
                                "fix: drop embedder.worker"),
 ]
@@ -119,6 +127,8 @@ def test_unknown_command_line_key_is_one_line_with_the_closest_keys(argv, messag
     ["--cfg", "job"], ["llm=openai", "llm.temperature=0.3", "judge=[lexical,llm]", "judge.model=openai/gpt-4o"],
     ["dataset=custom", "dataset.path=/tmp"], ["resume=false", "objective=retrieval/mrr"],
     ["retrieval=bm25", "retrieval.parent_vectors=mean"], ["experiment=easyrag_two_stage"],
+    ["-m", "dataset=glob(*,exclude=beir)"], ["-m", "judge=[lexical],[lexical,llm]"], ["reranker=null"],
+    ["hydra.searchpath=[file:///tmp/mine]", "dataset=my_own"], ["--config-dir", "/tmp/mine", "-m", "llm=mine,openai"],
 ])
 def test_valid_command_lines_pass(argv):
     check_overrides(argv)
