@@ -189,7 +189,7 @@ def slope(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
 
 
-def parse() -> argparse.Namespace:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--sizes", default="20000,50000")
     p.add_argument("--hnsw-sizes", default="", help="sizes for dense-hnsw (default: --sizes)")
@@ -205,14 +205,30 @@ def parse() -> argparse.Namespace:
     p.add_argument("--ef-construction", type=int, default=40)
     p.add_argument("--ef-search", type=int, default=64)
     p.add_argument("--encoder", type=int, default=0, help="also time MiniLM on this many passages")
-    p.add_argument("--work", default="", help="folder for the synthetic vectors (default: a temp folder)")
+    p.add_argument("--work", default="",
+                   help="folder for the synthetic vectors, made when missing (default: a temp folder)")
     p.add_argument("--encoder-one", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--one", nargs=2, metavar=("PATH", "SIZE"), help=argparse.SUPPRESS)
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
-def main() -> int:
-    args = parse()
+def work_problem(work: str) -> str | None:
+    """``--work`` made when missing; one line naming it and the fix when it cannot be."""
+    path = Path(work)
+    if path.exists() and not path.is_dir():
+        return f"--work {work}: is a file, not a folder; fix: give a folder (made when missing)"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--work {work}: cannot make the folder ({exc.strerror or exc}); fix: give a writable folder"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.work and not (args.one or args.encoder_one) and (problem := work_problem(args.work)):
+        print(f"bench_scaling: {problem}", file=sys.stderr)
+        return 2
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), args)))
         return 0

@@ -27,7 +27,8 @@ from ragbench.types import CaseResult, Usage
 
 # metric names of the roles; any other role a client names is accounted under its own name (ROLE_NAME)
 ROLES = {"llm": "generation", "judge": "judge", "embedder": "embedding", "query.transform.client": "query"}
-FIELDS = ("calls", "prompt_tokens", "completion_tokens", "usd")
+FIELDS = ("calls", "prompt_tokens", "completion_tokens", "usd", "timeouts", "estimated_tokens", "generate_s", "generated_tokens",
+          "context_truncated")  # the last three: local models (ragbench.llm.local)
 
 _ROLE = "of one role (generation, judge, embedding, query, or the role's own name)"
 _SPENT = "the ledger's difference over the job (the provider's usage; litellm's cost map for US dollars)"
@@ -46,6 +47,19 @@ METRICS = {
     "tokens/<name>_completion": _amount(f"completion tokens spent {_ROLE}"),
     "tokens/<name>_total": _amount(f"prompt + completion tokens spent {_ROLE}"),
     "cost/<name>_usd": _amount(f"US dollars spent {_ROLE}"),
+    "llm/<name>_timeouts": _amount(f"attempts that timed out {_ROLE} (counted in llm/<name>_calls; the "
+                                   "server may still have done the work)"),
+    "tokens/<name>_estimated": _amount(f"prompt tokens of timed-out attempts {_ROLE}, estimated from the "
+                                       "prompt (litellm's token_counter); included in "
+                                       "tokens/<name>_prompt"),
+    "time/generate_s": _amount("seconds a local model spent generating (ragbench.llm.local), every role",
+                               "the ledger's difference over the job; absent when no local model generated"),
+    "counts/context_truncated": _amount("prompts whose lowest-ranked contexts were dropped to fit a local "
+                                        "model's window (llm.context_overflow=truncate_contexts)",
+                                        "the ledger's difference over the job; absent when no local model ran"),
+    "llm/tokens_per_s": MetricInfo("tokens a local model generated per second of generation, every role",
+                                   "ragbench.budget ledger", kind="diagnostic",
+                                   job_level="generated tokens / time/generate_s over the job"),
     "saved/<name>_calls": MetricInfo(f"requests a cache served instead {_ROLE}", "ragbench.budget ledger",
                                      kind="diagnostic", job_level=_SPENT),
     "saved/<name>_tokens": MetricInfo(f"tokens a cache saved {_ROLE}", "ragbench.budget ledger",
@@ -175,6 +189,29 @@ class Ledger:
             self._held_usd = max(0.0, self._held_usd - held)
             self._lock.notify_all()
 
+    def timed_out(self, role: str, usage: Usage) -> None:
+        """Books an attempt that timed out (its call is settled as usual) as attempted work: ``usage``
+        (its prompt tokens, estimated; the server may still have processed it) as spent, and counted."""
+        with self._lock:
+            row = self.spent.setdefault(role, dict.fromkeys(FIELDS, 0.0))
+            row["prompt_tokens"] += usage.prompt_tokens
+            row["usd"] += usage.cost_usd
+            row["timeouts"] += 1
+            row["estimated_tokens"] += usage.prompt_tokens
+
+    def generated(self, role: str, seconds: float, tokens: int) -> None:
+        """Books a local model's generation time and the tokens it generated (``time/generate_s``,
+        ``llm/tokens_per_s``); its calls are reserved and settled as usual, at cost 0."""
+        with self._lock:
+            row = self.spent.setdefault(role, dict.fromkeys(FIELDS, 0.0))
+            row["generate_s"] += seconds
+            row["generated_tokens"] += tokens
+
+    def truncated(self, role: str) -> None:
+        """Counts a prompt whose lowest-ranked contexts were dropped to fit a local model's window."""
+        with self._lock:
+            self.spent.setdefault(role, dict.fromkeys(FIELDS, 0.0))["context_truncated"] += 1
+
     def admit(self) -> None:
         """Raises BudgetExhaustedError when a limit is reached (nothing is reserved)."""
         with self._lock:
@@ -241,6 +278,8 @@ def accounting_metrics(before: Mapping[str, Any], after: Mapping[str, Any]) -> d
         out[f"tokens/{name}_completion"] = spent["completion_tokens"]
         out[f"tokens/{name}_total"] = tokens
         out[f"cost/{name}_usd"] = spent["usd"]
+        out[f"llm/{name}_timeouts"] = spent["timeouts"]
+        out[f"tokens/{name}_estimated"] = spent["estimated_tokens"]
         out[f"saved/{name}_calls"] = kept["calls"]
         out[f"saved/{name}_tokens"] = kept["prompt_tokens"] + kept["completion_tokens"]
         out[f"saved/{name}_usd"] = kept["usd"]
@@ -248,6 +287,14 @@ def accounting_metrics(before: Mapping[str, Any], after: Mapping[str, Any]) -> d
             totals[k] += v
         for k, v in (("calls", kept["calls"]), ("tokens", out[f"saved/{name}_tokens"]), ("usd", kept["usd"])):
             saved[k] += v
+    seconds = sum(_diff(after["spent"], before["spent"], r, "generate_s") for r in {*after["spent"]})
+    truncated = sum(_diff(after["spent"], before["spent"], r, "context_truncated") for r in {*after["spent"]})
+    if seconds > 0 or truncated > 0:  # a local model's prompts cut to its window (llm.context_overflow)
+        out["counts/context_truncated"] = truncated
+    if seconds > 0:  # a local model generated (ragbench.llm.local): its time and speed
+        out["time/generate_s"] = seconds
+        out["llm/tokens_per_s"] = sum(_diff(after["spent"], before["spent"], r, "generated_tokens")
+                                      for r in {*after["spent"]}) / seconds
     # the historical names, now spent generation only (a cached answer's tokens are saved, not spent)
     out["tokens/prompt_total"] = out["tokens/generation_prompt"]
     out["tokens/completion_total"] = out["tokens/generation_completion"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -54,9 +55,9 @@ NUMBERS: dict[str, Rule] = {
     "max_context_tokens": _INT1_OR_NULL, "lambda_": Rule(lo=0, hi=1), "max_per_parent": _INT1,
     "temperature": Rule(lo=0, hi=2), "max_tokens": _INT1, "timeout": _POSITIVE,
     "num_retries": Rule(lo=0, hi=100, integer=True), "backoff_s": Rule(lo=0, hi=3600),
-    "max_concurrency": _INT1, "repeats": _INT1, "pass_threshold": Rule(lo=0, hi=4), "min_overlap": Rule(lo=0, hi=1),
+    "max_concurrency": _INT1_OR_NULL, "repeats": _INT1, "pass_threshold": Rule(lo=0, hi=4), "min_overlap": Rule(lo=0, hi=1),
     "query.transform.n": _INT1, "num_docs": _INT1_OR_NULL, "sample_size": _INT1_OR_NULL, "max_queries": _INT1_OR_NULL,
-    "seed": Rule(lo=0, integer=True),
+    "seed": Rule(lo=0, integer=True), "max_record_chars": _INT1, "batch_max_wait_s": _POSITIVE,
 }
 
 
@@ -141,6 +142,31 @@ def _numbers(prefix: str, node: Any) -> Iterator[tuple[str, str, Any]]:
         yield prefix, prefix.rsplit(".", 1)[-1], node
 
 
+_REFERENCE = re.compile(r"\$\{(?:oc\.select:)?([\w.]+)(?:,[^{}]*)?\}")
+
+
+def _origin(raw: Any, key: str) -> str:
+    """The key a value was set under: ``retrieval.retriever.source.timeout`` is ``${system.source}``'s
+    ``timeout``, which is ``${system.timeout}``: the user's key is ``system.timeout``. Followed through
+    whole-value interpolations (``${a.b}``, ``${oc.select:a.b,default}``) of the unresolved config."""
+    for _ in range(16):  # a chain of interpolations, never a loop
+        parts, node, moved = key.split("."), raw, False
+        for i, part in enumerate(parts):
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return key
+            ref = _REFERENCE.fullmatch(node) if isinstance(node, str) else None
+            if ref is not None:
+                key, moved = ".".join([ref.group(1), *parts[i + 1:]]), True
+                break
+        if not moved:
+            return key
+    return key
+
+
 def check_dataset_path(name: str, path: Any) -> None:
     """A ``dataset.path`` that does not exist, as the adapter names it (``BaseAdapter.root``), before any
     store is opened or run created: a run whose data cannot be read is not worth a FAILED record."""
@@ -175,14 +201,16 @@ def check_config(cfg: DictConfig) -> None:
                               f"{_close(key, sorted(known), f'{group}.')}")
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
+    raw = OmegaConf.to_container(cfg, resolve=False)
     for group in COMPONENT_GROUPS:
         for key, leaf, value in _numbers(group, resolved.get(group) or {}):
             _retired(key)
             rule = NUMBERS.get(key) or NUMBERS.get(leaf)
             if rule is None:
                 continue
+            named = _origin(raw, key)  # the user's key: system.timeout, not retrieval.retriever.source.timeout
             for i, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
-                number(key if i is None else f"{key}[{i}]", item, **rule._asdict())
+                number(named if i is None else f"{named}[{i}]", item, **rule._asdict())
     dataset = resolved.get("dataset")
     if isinstance(dataset, dict):
         check_dataset_path(str(dataset.get("name") or "dataset"), dataset.get("path"))

@@ -9,20 +9,26 @@ retrieved and the chunk qrels (``retrieval/chunk/*``); ``retrieval=run_file`` of
 every retrieval metric of the run. The score column is ``depth - rank + 1`` (strictly decreasing), so
 trec_eval, which orders by score, reads the ranking ragbench scored, ties included.
 ``--responses out.jsonl``: each answered case as a ``system=responses`` record (its answer, and its ranked
-chunk ids, to the deepest metric cut-off, as contexts); read back with the run's chunker and expander
-(``system=responses system.path=out.jsonl expander=parent``) it reproduces the run's metrics.
-Exit 0 on success, 2 on a usage error (unknown run, no store, no case record).
+chunk ids, to the deepest metric cut-off, as contexts, and in ``metadata`` the run's id and top-k); read
+back with the run's chunker and expander (``system=responses system.path=out.jsonl expander=parent``) it
+reproduces the run's metrics, at the run's top-k (``ragbench.exported``: no ``retrieval.topk`` to pass).
+Any question id works there; TREC files, whose columns are separated by whitespace, refuse an id with one.
+Exit 0 on success, 1 when the run's case record is damaged (nothing is written), 2 on a usage error
+(unknown run, no store, no case record, an output path that cannot be written).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragbench.exported import export_metadata
 from ragbench.judge.document import document_ranking
+from ragbench.verify import DAMAGED_FIX, DamagedRecord, UsageError, default_tracking_uri, load_run
 
 LEVELS = ("doc", "chunk")
 TAG = "ragbench"
@@ -60,11 +66,14 @@ def default_level(rows: Sequence[Mapping[str, Any]]) -> str:
     return "doc" if any("doc_qrels" in r for r in rows) else "chunk"
 
 
-def responses_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+def responses_lines(rows: Iterable[Mapping[str, Any]], run_id: str = "",
+                    topk: int | None = None) -> list[str]:
     """One ``ragbench.systems.records`` JSON line per answered case (failed cases have no record: read back,
-    each is a missing question, failed as it was)."""
+    each is a missing question, failed as it was). Each record's ``metadata`` names the run and its top-k
+    (``ragbench.exported``): ``system=responses`` reads the file back at that top-k."""
     import json
 
+    meta = export_metadata(run_id, topk)
     out: list[str] = []
     for row in rows:
         if row.get("status") != "ok" or row.get("answer") is None:
@@ -79,6 +88,7 @@ def responses_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
             record["citations"] = list(row["citations"])
         if isinstance(row.get("latency/generate_ms"), int | float):
             record["latency_ms"] = float(row["latency/generate_ms"])
+        record["metadata"] = meta
         out.append(json.dumps(record, ensure_ascii=False))
     return out
 
@@ -86,12 +96,31 @@ def responses_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
 def _for_ids(lines: list[str]) -> None:
     bad = next((line for line in lines if len(line.split()) != (6 if " Q0 " in line else 4)), None)
     if bad is not None:
-        raise ValueError(f"an id holds whitespace: {bad!r}; TREC files separate columns by whitespace")
+        raise UsageError(f"an id holds whitespace ({bad!r}), and TREC files separate columns by whitespace; "
+                         "fix: export --responses OUT.jsonl instead (JSON keeps any id)")
+
+
+def _write(path: str, lines: Sequence[str]) -> None:
+    """``lines`` into ``path``; a UsageError naming the path when it cannot be written."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; fix: give a file path")
+    try:
+        target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror or type(exc).__name__}); fix: give a "
+                         "writable file path whose folder exists") from None
+
+
+def _rows(run_id: str, uri: str) -> tuple[list[dict[str, Any]], int | None]:
+    """The run's case rows and its top-k; UsageError / DamagedRecord as ``ragbench.verify`` reads them."""
+    rows, _, topk, *_ = load_run(run_id, uri)
+    if "record_version" not in rows[0]:
+        raise UsageError(f"run {run_id} has no case record (a run logged before ragbench.verify)")
+    return rows, topk or rows[0].get("topk")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ragbench.verify import UsageError, default_tracking_uri, load_run
-
     parser = argparse.ArgumentParser(prog="python -m ragbench.export", description=__doc__.splitlines()[0])
     parser.add_argument("run_id", help="MLflow run id of a ragbench job")
     parser.add_argument("--trec", help="where to write the TREC run file")
@@ -100,36 +129,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--level", choices=LEVELS, help="doc (default for datasets judged per document) or chunk")
     parser.add_argument("--tracking-uri", default=None, help=f"MLflow store (default: {default_tracking_uri()})")
     args = parser.parse_args(argv)
-    if not args.trec and not args.responses:
-        parser.error("give --trec RUN_FILE and/or --responses OUT.jsonl")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # the output is the lines below
+    if not args.trec and not args.responses and not args.qrels:
+        parser.error("give --trec RUN_FILE, --qrels QRELS_FILE and/or --responses OUT.jsonl")
+    written: list[str] = []
     try:
-        rows, *_ = load_run(args.run_id, args.tracking_uri or default_tracking_uri())
-        if "record_version" not in rows[0]:
-            raise UsageError(f"run {args.run_id} has no case record (a run logged before ragbench.verify)")
+        rows, topk = _rows(args.run_id, args.tracking_uri or default_tracking_uri())
         level = args.level or default_level(rows)
-        if level == "doc" and default_level(rows) != "doc":
+        if (args.trec or args.qrels) and level == "doc" and default_level(rows) != "doc":
             raise UsageError(f"run {args.run_id} has no document qrels (its dataset is not judged per document); "
                              "fix: use --level chunk")
-        lines = run_lines(rows, level)
-        _for_ids(lines)
-    except (UsageError, ValueError) as exc:
+        try:  # every file's lines first: a damaged row writes no file
+            files: dict[str, tuple[str, list[str]]] = {}
+            if args.responses:
+                files["responses"] = (args.responses, responses_lines(rows, args.run_id, topk))
+            if args.trec:
+                files["trec"] = (args.trec, run_lines(rows, level))
+                _for_ids(files["trec"][1])
+            if args.qrels:
+                files["qrels"] = (args.qrels, qrels_lines(rows, level))
+                _for_ids(files["qrels"][1])
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+            raise DamagedRecord(f"run {args.run_id}: a case record lacks or mistypes a field the export "
+                                f"reads ({type(exc).__name__}: {exc}); {DAMAGED_FIX}") from None
+        for what, (path, lines) in files.items():
+            _write(path, lines)
+            if what == "responses":
+                written.append(f"{len(lines)} records of {len(rows)} questions in {path}\n  read back: "
+                               f"system=responses system.path={path} expander=parent\n  (its top-k, {topk}, "
+                               "is read from the file; give the run's dataset and chunker)")
+            elif what == "trec":
+                written.append(f"{len(lines)} ranked ids of {len(rows)} questions ({level} level) in {path}")
+            else:
+                written.append(f"{len(lines)} judgements in {path}")
+    except UsageError as exc:
         print(f"ragbench.export: {exc}", file=sys.stderr)
         return 2
-    written: list[str] = []
-    if args.responses:
-        records = responses_lines(rows)
-        Path(args.responses).write_text("".join(r + "\n" for r in records), encoding="utf-8")
-        written.append(f"{len(records)} records of {len(rows)} questions in {args.responses}")
-    if not args.trec:
-        print("ragbench.export: " + "; ".join(written))
-        return 0
-    Path(args.trec).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    written.append(f"{len(lines)} ranked ids of {len(rows)} questions ({level} level) in {args.trec}")
-    if args.qrels:
-        judged = qrels_lines(rows, level)
-        Path(args.qrels).write_text("\n".join(judged) + "\n", encoding="utf-8")
-        written.append(f"{len(judged)} judgements in {args.qrels}")
-    print("ragbench.export: " + "; ".join(written))
+    except DamagedRecord as exc:
+        print(f"ragbench.export: FAILED: {exc}", file=sys.stderr)
+        return 1
+    for line in written:
+        print(f"ragbench.export: {line}")
     return 0
 
 

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, cast
 from omegaconf import OmegaConf
 
 from ragbench import interrupts
+from ragbench.embed.shard_entries import shard_stored
 from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
 from ragbench.identity import job_hash
 from ragbench.outcome import objective
 from ragbench.record import REUSED_FROM, RecordWriter, begun, finished
-from ragbench.tracking.full_disk import DiskFull, disk_full
+from ragbench.stages import encode_only
+from ragbench.tracking.full_disk import DiskFull, disk_full, job_places, where_full
 from ragbench.tracking.mlflow_sink import log_files, log_results, start_params
 
 if TYPE_CHECKING:
@@ -107,11 +109,11 @@ class Job:
     def _resume(self) -> Any | None:
         """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
         under this sweep's label; the earlier run stays untouched. A single run always runs (the cache is cheap)."""
-        tracker, jhash = self.tracker, self.record.job_hash
+        tracker, jhash, cache = self.tracker, self.record.job_hash, self.cfg.get("cache", {}).get("dir") or "."
         done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
-        if not self.cfg.get("resume", True) or not done or self.parent is None:
-            return None
-        run = done[0]
+        stored = (r for r in done if not encode_only(r.data.tags) or shard_stored(cache, r.data.tags, r.info.run_id))
+        if not self.cfg.get("resume", True) or self.parent is None or (run := next(stored, None)) is None:
+            return None  # stages=encode: finished only with its shard in this cache.dir (resume follows the cache)
         origin = run.data.tags.get(REUSED_FROM) or run.info.run_id
         copy = tracker.copy_run(run, run_name=self.name, parent_run_id=self.parent, tags={
             "ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": jhash, REUSED_FROM: origin})
@@ -122,8 +124,7 @@ class Job:
     def _failed(self, exc: BaseException) -> float | None:
         """Ends the run as the table in the module docstring says; returns NaN where a sweep goes on."""
         cache = Path(str(OmegaConf.select(self.cfg, "cache.dir", default=None) or "."))
-        full = exc if isinstance(exc, DiskFull) else disk_full(exc, what="the stage cache", path=cache, key="cache.dir",
-                                                               run_id=self.run_id)
+        full = exc if isinstance(exc, DiskFull) else where_full(exc, job_places(cache, self.folder), run_id=self.run_id)
         if full is not None:
             self._end("KILLED", full=full)
             if full is exc:

@@ -39,6 +39,11 @@ RETIRED: dict[str, MetricInfo] = {  # diagnostics, as every retrieval figure: th
     old: MetricInfo(_MRR.format(unit, f"{old}_at_10"), "ragbench (retired)", kind="diagnostic")
     for old, unit in (("retrieval/mrr", "evidence unit"), ("retrieval/chunk/mrr", "chunk"),
                       ("headline/mrr", "evidence unit"))}
+RETIRED["retrieval/doc/mrr"] = MetricInfo(  # read max(10, top-k) hits deep: not one value per ranking
+    "1 / rank of the first relevant document among the documents of the hits the job scored "
+    "(max(10, top-k)); renamed retrieval/doc/mrr_at_10 (the documents of the first 10 hits, whatever the "
+    "top-k) in ragbench 0.1",
+    "ragbench (retired)", kind="diagnostic")
 DECLARED: dict[str, MetricInfo] = merge(BUILT_IN, RETIRED, scorers.METRICS)
 # docs/metrics.md's tables: a declared name goes under the first family whose prefix it starts with
 FAMILIES = (

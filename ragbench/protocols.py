@@ -123,7 +123,8 @@ class Judge(Protocol):
 
     A judge that cannot judge a case raises (the case is then recorded as failed) or, for a
     garbled reply it could not parse, returns ``<ns>/judge_failed = 1.0`` and no score.
-    ``score_keys`` are the answer-quality keys it produces: logged (as 0) even when no case produced them.
+    ``score_keys`` are the answer-quality keys it produces: logged as 0 when every case failed, not logged
+    when cases ran and none produced them (ragbench.judge.aggregate.summarize).
     """
 
     score_keys: tuple[str, ...]

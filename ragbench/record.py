@@ -10,6 +10,11 @@ Layouts: ``ragbench-run/2`` (this one: ``run.json`` beside ``cases.jsonl``); run
 ``cases.jsonl`` (same lines) with ``case_scores.json`` and ``summary.json`` and no ``run.json``: their
 record is read from the MLflow run itself (``ragbench.compare.select``).
 
+A record's ``kind`` says what wrote it: ``job``, or ``calibration`` (``python -m ragbench.judge calibrate``:
+one case line per labelled item, ``item_record``); a ``run.json`` written before the field is a job's.
+A calibration run logged before its record has only ``case_scores.json``: ``stored_cases`` migrates it
+to case lines, here and nowhere else. Nothing writes ``case_scores.json`` any more.
+
 A case line holds everything ``ragbench.verify`` needs to recompute its retrieval, context and answer
 scores without the corpus, the index or any model: the ranked chunk ids down to the deepest cut-off any
 metric uses, with each hit's document and the evidence units it covers; the qrels at chunk and
@@ -20,14 +25,20 @@ the gold answers and the query facts the answer metrics read; per model judge, i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ragbench.errors import RagbenchError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units
+from ragbench.identity import environment, git_commit
+from ragbench.jsonio import NestedTooDeep, loads_bounded
 from ragbench.judge.context import context_refs, openviking_evidence
 from ragbench.judge.document import record_fields as document_record
 from ragbench.judge.retrieval import metric_ks
@@ -36,8 +47,11 @@ from ragbench.types import CaseResult, ChunkTree
 
 if TYPE_CHECKING:
     from ragbench.components import JobResult
+    from ragbench.judge.calibrate import Calibration
+    from ragbench.judge.labels import LabelledItem, LabelSet
 
 RUN_FORMAT = "ragbench-run/2"
+KINDS = ("job", "calibration")  # RunRecord.kind: a job, or ``python -m ragbench.judge calibrate``
 RECORD_VERSION = 1  # a case line's layout (unchanged since the first record)
 RUN_FILE = "run.json"
 CASES_ARTIFACT = "cases.jsonl"
@@ -47,7 +61,7 @@ EMPTY_MAP = EvidenceMap(anchors=(), relevance=(), texts=(), how=())
 
 def cases_run_id(run: Any) -> str:
     """The MLflow run whose artifacts hold ``run``'s record: the run itself, or for a copy that resume put
-    in a later sweep (params, metrics and tags only) the run that ran the job."""
+    in a later sweep (its artifacts hard links to, or copies of, the origin's) the run that ran the job."""
     return str(run.data.tags.get(REUSED_FROM) or run.info.run_id)
 
 
@@ -59,8 +73,9 @@ class RunRecord:
     name: str
     job_hash: str
     config: Mapping[str, Any]  # the resolved config
+    kind: str = "job"  # KINDS: a job, or a judge's calibration (a record without the field: a job)
     params: Mapping[str, Any] = field(default_factory=dict)  # what the config does not show (prompt hashes)
-    versions: Mapping[str, str] = field(default_factory=dict)  # ragbench and the libraries that shape results
+    versions: Mapping[str, str] = field(default_factory=dict)  # the environment (ragbench.identity.environment)
     git_commit: str = "unknown"
     status: str = "RUNNING"  # FINISHED, FAILED or KILLED once the job ended
     error: str | None = None
@@ -78,6 +93,10 @@ class RunRecord:
     files_read: tuple[str, ...] = ()
     format: str = RUN_FORMAT
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
     def ended(self, status: str, error: str | None = None) -> RunRecord:
         return dataclasses.replace(self, status=status, error=error)
 
@@ -87,11 +106,20 @@ class RunRecord:
         return redact(json.dumps(data, indent=1, sort_keys=True, default=str, ensure_ascii=False)) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> RunRecord:
-        """A ``run.json``; ValueError naming what is wrong when it is not a ``ragbench-run/2`` record."""
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
-            raise ValueError(f"not a {RUN_FORMAT} record")
+    def from_json(cls, text: str | bytes) -> RunRecord:
+        """A ``run.json``; a ``RecordError`` (a ValueError) naming what is wrong when it is not a
+        ``ragbench-run/2`` record: not UTF-8, not JSON or cut off, nested too deep (``ragbench.jsonio``), not
+        an object, another format, a field missing or of another JSON type than this class declares, a
+        metric or curve point that is not a number (``run_problem``)."""
+        cut = not _text_of(text, RUN_FILE).rstrip().endswith("}")  # run.json ends with its object's brace
+        data = _bounded(text, RUN_FILE, cut="is cut off (the file is truncated)" if cut else "")
+        if not isinstance(data, dict):
+            raise RecordError(f"{RUN_FILE} is {json_type(data)}, not a {RUN_FORMAT} record (a JSON object)")
+        if data.get("format") != RUN_FORMAT:
+            raise RecordError(f"{RUN_FILE} is not a {RUN_FORMAT} record (its format is {data.get('format')!r})")
+        problem = run_problem(data)
+        if problem:
+            raise RecordError(f"{RUN_FILE}: {problem}")
         known = {f.name for f in dataclasses.fields(cls)}
         data = {k: v for k, v in data.items() if k in known}
         data["curves"] = {k: {int(x): float(y) for x, y in v.items()} for k, v in (data.get("curves") or {}).items()}
@@ -134,6 +162,169 @@ class CaseRecord:
 
     def row(self) -> dict[str, Any]:
         return {**self.table_row(), **self.fields}
+
+    @property
+    def version(self) -> int:
+        """The line's ``record_version``; 0 for a line of the layout before it (a table row only)."""
+        return int(self.fields.get("record_version") or 0)
+
+    def recompute_problem(self) -> str | None:
+        """What the line lacks for ``ragbench.verify`` to recompute its scores (``CASE_FIELDS``), else None."""
+        missing = next((name for name in CASE_FIELDS if name not in self.fields), None)
+        return None if missing is None else f"the case record has no {missing!r}"
+
+    @classmethod
+    def from_json(cls, line: str | bytes, *, where: str = CASES_ARTIFACT, cut: bool = False) -> CaseRecord:
+        """One ``cases.jsonl`` line: the one reader of case lines. JSON read with a bound on nesting
+        (``ragbench.jsonio``); every column typed as this class declares it, every field of ``CASE_FIELDS``
+        the line holds as that says; a line of an older layout migrated (``_migrated``). ``cut``: the line
+        is the file's last and lacks its newline (a JSON error then says the file is truncated). A
+        ``RecordError`` naming ``where`` (and the case) and what is wrong; the reader adds its fix."""
+        row = _bounded(line, where, cut="is cut off mid-line (the file is truncated)" if cut else "")
+        if not isinstance(row, dict):
+            raise RecordError(f"{where} is {json_type(row)}, not a case record (a JSON object)")
+        if not row:
+            raise RecordError(f"{where} is an empty object {{}}, not a case record")
+        case = f"{where} (case {row['qid']})" if isinstance(row.get("qid"), str) else where
+        row = _migrated(row)
+        columns = _case_columns()
+        for name, kinds in columns.items():
+            if name not in row:
+                raise RecordError(f"{case}: the case record has no {name!r}")
+            _check_type(case, name, row[name], kinds)
+        for name, kind in CASE_FIELDS.items():
+            if name in row:
+                _check_type(case, name, row[name], (kind,))
+                missing = [part for part in CASE_PARTS.get(name, ()) if part not in row[name]]
+                if missing:
+                    raise RecordError(f"{case}: {name!r} has no {missing[0]!r}")
+        scores: dict[str, float] = {}
+        latency: dict[str, float] = {}
+        fields: dict[str, Any] = {}
+        for key, value in row.items():
+            if key in columns:
+                continue
+            number = type(value) in (int, float)
+            if key.startswith("latency/"):
+                if number and key.endswith("_ms"):
+                    latency[key[len("latency/"):-len("_ms")]] = value
+                else:
+                    fields[key] = value
+            elif number and "/" in key:
+                scores[key] = value
+            else:
+                fields[key] = value
+        return cls(**{name: row[name] for name in columns}, scores=scores, latency_ms=latency, fields=fields)
+
+
+class RecordError(RagbenchError, ValueError):
+    """A ``run.json`` or a case line that is not a record (cut off, not JSON, a field missing or mistyped):
+    one line naming the file, the line and what is wrong; the reader adds its fix."""
+
+
+# What a job's case line holds beyond the columns ``CaseRecord`` declares, for ``ragbench.verify`` to
+# recompute its scores (``_recomputable`` writes them), each with its JSON type; the parts of two of them.
+CASE_FIELDS: dict[str, type] = {
+    "record_version": int, "answers": list, "doc_ids": list, "query_meta": dict, "dataset": str, "topk": int,
+    "ranked_ids": list, "hit_units": list, "qrels": dict, "evidence": dict, "contexts": list,
+}
+CASE_PARTS = {"evidence": ("matched", "texts", "openviking"), "qrels": ("chunk", "unit")}
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "true/false", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in words (``an array``, ``true/false``)."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _json_kinds(hint: Any) -> tuple[type, ...]:
+    """The JSON types (as ``json.loads`` makes them) a value of a declared field may have."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return tuple(k for arg in typing.get_args(hint) for k in _json_kinds(arg))
+    if hint is Any:
+        return (object,)
+    if origin is not None:
+        return (dict,) if issubclass(origin, Mapping) else (list,)
+    return (hint,)
+
+
+def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
+    """``value`` is one of ``kinds`` (exact JSON types: true is not a number; a whole number is a float)."""
+    return object in kinds or type(value) in kinds or (float in kinds and type(value) is int)
+
+
+def _check_type(case: str, name: str, value: Any, kinds: tuple[type, ...]) -> None:
+    if not _fits(value, kinds):
+        want = " or ".join(dict.fromkeys(_JSON_TYPES.get(k, k.__name__) for k in kinds))
+        raise RecordError(f"{case}: {name!r} is {json_type(value)}, expected {want}")
+
+
+_TABLE_ONLY = ("scores", "latency_ms", "fields")  # CaseRecord's fields that are not one column of the line
+
+
+@functools.cache
+def _case_columns() -> dict[str, tuple[type, ...]]:
+    """A case line's columns with their JSON types, as ``CaseRecord`` declares them."""
+    hints = typing.get_type_hints(CaseRecord)
+    return {f.name: _json_kinds(hints[f.name]) for f in dataclasses.fields(CaseRecord) if f.name not in _TABLE_ONLY}
+
+
+def run_problem(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with a parsed ``run.json`` object, else None: a field ``RunRecord`` requires missing,
+    a field of another JSON type than it declares, a metric or a curve point that is not a number."""
+    hints = typing.get_type_hints(RunRecord)
+    for f in dataclasses.fields(RunRecord):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                return f"the record has no {f.name!r}"
+            continue
+        kinds = _json_kinds(hints[f.name])
+        if not _fits(data[f.name], kinds):
+            want = " or ".join(dict.fromkeys(_JSON_TYPES.get(k, k.__name__) for k in kinds))
+            return f"{f.name!r} is {json_type(data[f.name])}, expected {want}"
+    number = (float,)
+    for name, value in (data.get("metrics") or {}).items():
+        if not _fits(value, number):
+            return f"metric {name!r} is {json_type(value)}, expected a number"
+    for name, series in (data.get("curves") or {}).items():
+        if not isinstance(series, dict) or not all(_fits(v, number) and k.lstrip("-").isdigit()
+                                                   for k, v in series.items()):
+            return f"curve {name!r} is not an object of numbers by step"
+    return None
+
+
+def _text_of(data: str | bytes, where: str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{where} is not UTF-8 (byte 0x{data[exc.start]:02x} at column {exc.start + 1})") from None
+
+
+def _bounded(data: str | bytes, where: str, *, cut: str) -> Any:
+    """``data`` parsed (``loads_bounded``); a RecordError naming ``where`` when it is not UTF-8, nested too
+    deep or not JSON (said as ``cut`` when that is given: the file is truncated)."""
+    text = _text_of(data, where)
+    try:
+        return loads_bounded(text, where=where)
+    except NestedTooDeep as exc:
+        raise RecordError(f"{where} is {exc.msg} at column {exc.colno}") from None
+    except json.JSONDecodeError as exc:
+        what = cut or "is not JSON"
+        raise RecordError(f"{where} {what}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                          if exc.lineno > 1 else f"{where} {what}: {exc.msg} at column {exc.colno}") from None
+
+
+def _migrated(row: dict[str, Any]) -> dict[str, Any]:
+    """A case line of an older layout in this one's terms. Lines written before ``record_version`` (a table
+    row only: no recomputation fields; before the expander's parts, no ``context_parts``) read as they are,
+    their missing column filled: each context the whole chunk."""
+    if "context_parts" not in row and "record_version" not in row and isinstance(row.get("context_ids"), list):
+        return {**row, "context_parts": [[] for _ in row["context_ids"]]}
+    return row
 
 
 def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, dataset: str, topk: int,
@@ -227,15 +418,13 @@ class RecordWriter:
         os.replace(tmp, self.folder / RUN_FILE)
 
 
-def begun(name: str, config: Mapping[str, Any], identity: Callable[[Mapping[str, Any]], str]) -> RunRecord:
-    """A starting job's record: its resolved ``config``, its ``identity(config)`` (``ragbench.identity``), the
-    versions of ragbench and of the libraries that shape results, and the commit ragbench runs from."""
-    from ragbench import __version__
-    from ragbench.cache.entries import library_versions
-    from ragbench.identity import git_commit
-
-    return RunRecord(name=name, job_hash=identity(config), config=config, git_commit=git_commit(),
-                     versions={"ragbench": __version__, **library_versions()})
+def begun(name: str, config: Mapping[str, Any], identity: Callable[[Mapping[str, Any]], str], *,
+          kind: str = "job") -> RunRecord:
+    """A starting run's record: its resolved ``config``, its ``identity(config)`` (``ragbench.identity``), the
+    environment (python, os, ragbench and the libraries' versions: the one list the ``ragbench.env.*`` tags
+    show) and the commit ragbench runs from."""
+    return RunRecord(name=name, job_hash=identity(config), config=config, kind=kind, git_commit=git_commit(),
+                     versions=environment())
 
 
 def finished(record: RunRecord, result: JobResult, *, topk: int, extra_tags: Mapping[str, str]) -> RunRecord:
@@ -262,3 +451,88 @@ def finished(record: RunRecord, result: JobResult, *, topk: int, extra_tags: Map
         fingerprints=dict(result.fingerprints), counts=dict(result.counts), timings=dict(result.timings),
         metrics=job_metrics(result, topk), curves=at_k_views(result.metrics, topk)[1], tags=tags,
         dataset_stats=dict(ev.stats), queries_by_type=dict(queries_by_type(ev)), files_read=tuple(ev.files))
+
+
+ITEM_KEYS = ("qid", "question_type", "status", "generator")  # a calibration row's keys that are not numbers
+
+
+def item_record(item: LabelledItem, row: Mapping[str, Any]) -> CaseRecord:
+    """A labelled item's line in a calibration's record: the item (question, answer, gold, its passages'
+    ids, the model that wrote the answer) and, as its scores, ``row``'s numbers (``Calibration.rows``): the
+    human labels, the judge's score and verdict, the agreement and each probe's values for the item, from
+    which ``ragbench.verify_calibration`` recomputes every metric of the run."""
+    contexts = item.context_objects()
+    return CaseRecord(
+        qid=item.item_id, question_type=item.question_type, answerable=item.answerable, question=item.question,
+        gold=" | ".join(item.gold), answer=item.answer, status=str(row["status"]), error_type=None, error=None,
+        retrieved_ids=[], retrieved_scores=[], context_ids=[c.chunk_id for c in contexts],
+        context_parts=[[] for _ in contexts], citations=[], prompt_tokens=0, completion_tokens=0,
+        scores={k: v for k, v in row.items() if k not in ITEM_KEYS}, latency_ms={},
+        fields={"record_version": RECORD_VERSION, "generator": item.generator})
+
+
+def calibrated(record: RunRecord, labels: LabelSet, cal: Calibration) -> RunRecord:
+    """``record`` with a calibration's results: its labels file as the dataset, the counts and every metric
+    (its status is set by the run's end)."""
+    by_type: dict[str, int] = {}
+    for item in labels.items:
+        by_type[item.question_type] = by_type.get(item.question_type, 0) + 1
+    failed = sum(row.get("status") != "ok" for row in cal.rows)
+    return dataclasses.replace(
+        record, dataset=labels.name, variant="labels", dataset_source=labels.path,
+        fingerprints={"dataset_sha256": labels.sha256}, counts={"queries": len(labels.items), "failed": failed},
+        metrics=cal.metrics(), queries_by_type=by_type, files_read=(labels.path,))
+
+
+LEGACY_SCORES = "case_scores.json"  # before the record: a run's compact per-case scores (ragbench.compare)
+
+
+def legacy_rows(doc: Any) -> list[dict[str, Any]] | None:
+    """The case lines of a run logged before the record whose only per-case file is its ``case_scores.json``
+    (a calibration run): one row per case with its id, type, status and every number of its line; None when
+    ``doc`` is not such a document (a column that does not hold one value per case)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("qid"), list) or not isinstance(doc.get("fields"), dict):
+        return None
+    n = len(doc["qid"])
+    columns = {"question_type": doc.get("question_type"), "status": doc.get("status"), **doc["fields"]}
+    if not all(isinstance(c, list) and len(c) == n for c in columns.values()):
+        return None
+    return [{"qid": doc["qid"][i], **{k: c[i] for k, c in columns.items() if c[i] is not None}} for i in range(n)]
+
+
+def stored_cases(files: Mapping[str, bytes | None]) -> tuple[str, list[dict[str, Any]]]:
+    """A run's case lines from its stored files, whatever its layout: its ``cases.jsonl`` (the record, and
+    jobs logged before it), or, for a calibration run logged before the record, its ``case_scores.json``
+    migrated to lines (``legacy_rows``). Returns (the file read, its rows); ValueError naming the file and
+    what is wrong (absent, not UTF-8, a line not a JSON object, not a case-scores document)."""
+    data = files.get(CASES_ARTIFACT)
+    if data is not None:
+        rows: list[dict[str, Any]] = []
+        for n, line in enumerate(_text(data, CASES_ARTIFACT).splitlines(), start=1):
+            if line.strip():
+                row = _json(line, f"{CASES_ARTIFACT} line {n}")
+                if not isinstance(row, dict):
+                    raise ValueError(f"{CASES_ARTIFACT} line {n} is not a case record (a JSON object)")
+                rows.append(row)
+        return CASES_ARTIFACT, rows
+    legacy = files.get(LEGACY_SCORES)
+    if legacy is None:
+        raise ValueError(f"neither {CASES_ARTIFACT} nor {LEGACY_SCORES} is among the run's artifacts")
+    migrated = legacy_rows(_json(_text(legacy, LEGACY_SCORES), LEGACY_SCORES))
+    if migrated is None:
+        raise ValueError(f"{LEGACY_SCORES} is not a case-scores document with one value per case")
+    return LEGACY_SCORES, migrated
+
+
+def _text(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where} is not UTF-8 text") from None
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return loads_bounded(text, where=where)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where} is not JSON ({exc.msg})") from None

@@ -194,6 +194,19 @@ def json_strings(objs: Sequence[Any]) -> tuple[list[str], set[str]] | None:
     return strings, keys
 
 
+# ``scheme://user:password@host``: the URL's credentials (a basic-auth ``system.url``)
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^/@\s:]*):(?P<password>[^/@\s]+)@")
+
+
+def register_url_credentials(text: Any) -> None:
+    """Registers the ``user:password`` of every URL in ``text`` (``http://user:key@host``), and the password."""
+    if not isinstance(text, str) or "@" not in text:
+        return
+    for m in _URL_CREDENTIALS.finditer(text):
+        register(f"{m.group('user')}:{m.group('password')}")
+        register(m.group("password"))
+
+
 def register_environment(environ: Mapping[str, str] | None = None) -> None:
     """Registers the values of environment variables named like a secret (OPENAI_API_KEY, HF_TOKEN, ...)."""
     for name, value in (os.environ if environ is None else environ).items():
@@ -208,6 +221,7 @@ def register_overrides(overrides: Iterable[str]) -> None:
         if not sep:
             continue
         pieces = [p.strip().strip("\"'[]") for p in value.split(",")]
+        register_url_credentials(value)
         if is_secret_key(key):
             register(value)
             for piece in pieces:
@@ -243,6 +257,7 @@ def _walk(node: Any, path: str, problems: list[ConfigError]) -> None:
         return
     if not isinstance(node, str) or not node or "${" in node:
         return
+    register_url_credentials(node)
     group = path.rsplit(".", 1)[0] if "." in path else path
     if path.endswith("api_key_env"):
         if ENV_NAME.fullmatch(node):

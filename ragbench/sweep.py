@@ -23,6 +23,7 @@ from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_
     DOC_LEAD,
     KEY_METRICS,
     RANK_FALLBACK,
+    axis_params,
     baseline_kind,
     csv_text,
     mlflow_rows,
@@ -197,11 +198,8 @@ class MlflowSweepCallback(Callback):
         # oldest first: a tie on the ranking metric goes to the earlier job, as compare's default baseline does
         children = sorted(self._tracker.search_children(self._run_id), key=lambda r: r.info.start_time or 0)
         rows = []
-        varying: dict[str, set[str]] = {}
-        for run in children:
-            for k, v in run.data.params.items():
-                varying.setdefault(k, set()).add(v)
-        differing = sorted(k for k, vals in varying.items() if len(vals) > 1)
+        swept = read_sweep_keys(config.hydra.sweep.dir)  # what the command line varies: its columns first
+        differing = axis_params([run.data.params for run in children], swept)  # one param per swept axis
         for run in children:
             row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id,
                                    "dataset": run.data.params.get("dataset.name", "")}
@@ -223,7 +221,7 @@ class MlflowSweepCallback(Callback):
                  for r in rows]
         self._tracker.log_table(self._run_id, table or [{"run": "none"}], "sweep_comparison.json")
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
-        self._tracker.log_files(self._run_id, {"runs.csv": csv_text(mlflow_rows(children))})
+        self._tracker.log_files(self._run_id, {"runs.csv": csv_text(mlflow_rows(children), swept)})
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
         self._tracker.log_metrics(self._run_id, sweep_accounting(children))
@@ -237,9 +235,7 @@ class MlflowSweepCallback(Callback):
                 log_sweep_report(self._tracker, self._run_id, sort_by=self.sort_by)  # its baseline: the table's best
         except Exception as exc:  # noqa: BLE001
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
-        swept = read_sweep_keys(config.hydra.sweep.dir)  # what the command line varies: its columns first
-        shown = sorted((k for k in differing if not k.startswith(("hydra.", "cache.", "tracking."))),
-                       key=lambda k: (k not in swept, not any(k.startswith(f"{s}.") for s in swept), k))
+        shown = [k for k in differing if not k.startswith(("hydra.", "cache.", "tracking."))]
         self._print_url(shown, sorted({k for c in children for k in c.data.metrics}))
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")

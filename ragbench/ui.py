@@ -9,17 +9,20 @@ columns) and prints its ``view_url`` at the end; ``sweep_url`` is the same witho
 from __future__ import annotations
 
 import argparse
+import errno
+import functools
 import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +31,7 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 5000
 WORKFLOW = "workflowType=machine_learning"  # MLflow 3's "Model training" switch, as a URL parameter
 ORDER = "orderByKey=" + quote("metrics.`headline/answer_f1`", safe="") + "&orderByAsc=false"
 START_TIMEOUT_S = 90.0
+MAX_PORT = 65535
 
 
 def base_url(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
@@ -116,15 +120,75 @@ def store_ids(db: Path, experiment: str) -> tuple[str | None, str | None, set[st
         con.close()
 
 
-def wait_until_up(base: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT_S) -> bool:
-    """True once the server answers ``/health``; False when it exits or does not answer in ``timeout``."""
+def experiment_stamp(db: Path, experiment_id: str) -> dict[str, str]:
+    """The experiment's name and creation time in a sqlite store: what a server must report for it to be
+    serving this store (``serves``); two stores' experiments of one name were created at other times."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        cursor = con.execute("SELECT * FROM experiments WHERE experiment_id = ?", (experiment_id,))
+        row = dict(zip([c[0] for c in cursor.description], cursor.fetchone() or (), strict=False))
+        return {key: str(row[key]) for key in ("name", "creation_time") if key in row}  # old schemas: no time
+    finally:
+        con.close()
+
+
+def serves(base: str, experiment_id: str, stamp: dict[str, str]) -> bool | None:
+    """Whether the MLflow server at ``base`` serves the store of ``stamp`` (``experiment_stamp``): its
+    experiment ``experiment_id`` has that name and creation time (MLflow's REST API). None: it refused to
+    say (403: a host outside MLflow's allowed hosts; its ``/health`` answers every host)."""
+    url = f"{base}/api/2.0/mlflow/experiments/get?experiment_id={quote(experiment_id, safe='')}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            found = json.load(reply).get("experiment") or {}
+    except urllib.error.HTTPError as exc:
+        return None if exc.code == 403 else False
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return False
+    return all(str(found.get(key)) == value for key, value in stamp.items())
+
+
+def _address(host: str, port: int) -> tuple[int, Any]:
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    return family, address
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether a server already listens on ``host:port``: it accepts a connection, or the address cannot be
+    bound (another reason a bind fails, a host that is not this machine's, is left to the server to say)."""
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        pass
+    try:
+        family, address = _address(host, port)
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is free
+            sock.bind(address)
+    except OSError as exc:
+        return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def free_port(host: str) -> int:
+    """A port on ``host`` that no server listens on now (the system's pick)."""
+    family, address = _address(host, 0)
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind(address)
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(base: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT_S,
+                  ours: Callable[[], bool | None] | None = None) -> bool:
+    """True once the server answers ``/health`` (and ``ours()``: the answer is from the server started on this
+    store, not another one on the port); False when it exits or does not answer in ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return False
         try:
             with urllib.request.urlopen(f"{base}/health", timeout=2) as reply:
-                if reply.status == 200:
+                if reply.status == 200 and proc.poll() is None and (ours is None or ours() is not False):
                     return True
         except (urllib.error.URLError, OSError):
             pass
@@ -151,7 +215,8 @@ def parser() -> argparse.ArgumentParser:
                                           "sqlite:///mlruns/mlflow.db, relative to this folder)")
     p.add_argument("--experiment", help="MLflow experiment (default: the jobs' tracking.experiment, ragbench)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to serve on ({DEFAULT_HOST})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    p.add_argument("--port", type=int, help=f"port ({DEFAULT_PORT}, or a free one when another server "
+                                            "has it; 0: a free one)")
     p.add_argument("--sweep", metavar="PARENT_RUN_ID", help="also print this sweep's jobs view (default: the latest)")
     p.add_argument("--no-browser", action="store_true", help="print the URL only")
     return p
@@ -177,33 +242,54 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"ragbench ui: error: no MLflow store at {db.resolve()}; run from the folder the jobs ran in "
               "(or pass --tracking-uri), after a job or sweep (python -m ragbench ...)", file=sys.stderr)
         return 2
-    exp_id, latest, views = store_ids(db, experiment)
+    if args.port is not None and not 0 <= args.port <= MAX_PORT:
+        print(f"ragbench ui: error: --port {args.port} is not a port; pass one from 1 to {MAX_PORT} "
+              "(0: a free one)", file=sys.stderr)
+        return 2
+    try:
+        exp_id, latest, views = store_ids(db, experiment)
+        stamp = experiment_stamp(db, exp_id) if exp_id is not None else {}
+    except sqlite3.Error as exc:  # a text file, another program's database, a folder
+        print(f"ragbench ui: error: {db.resolve()} is not an MLflow store ({exc}); pass --tracking-uri "
+              "sqlite:///<the mlflow.db the jobs wrote>", file=sys.stderr)
+        return 2
     if exp_id is None:
         print(f"ragbench ui: error: no experiment {experiment!r} in {db}; pass --experiment "
               "(the jobs' tracking.experiment)", file=sys.stderr)
         return 2
-    base = base_url(args.host, args.port)
+    urls = functools.partial(_print_urls, exp_id=exp_id, experiment=experiment, sweep=args.sweep or latest,
+                             chosen=bool(args.sweep), views=views, browse=not args.no_browser)
+    port = DEFAULT_PORT if args.port is None else args.port
+    try:
+        if port == 0:
+            port = free_port(args.host)
+        elif port_in_use(args.host, port):
+            if serves(base_url(args.host, port), exp_id, stamp) is True:  # a ragbench ui (or mlflow ui) on it
+                print(f"{base_url(args.host, port)} already serves this store; not starting another", flush=True)
+                urls(base_url(args.host, port))
+                return 0
+            if args.port is not None:
+                print(f"ragbench ui: error: port {port} is taken by a server that is not on this store; pass "
+                      "another --port (0: a free one)", file=sys.stderr)
+                return 1
+            port, taken = free_port(args.host), port
+            print(f"ragbench ui: port {taken} is taken by another server; using port {port}", file=sys.stderr)
+    except OSError as exc:  # a host name that does not resolve, an address of another machine
+        print(f"ragbench ui: error: --host {args.host}: no port to serve on there ({exc}); pass --host "
+              f"{DEFAULT_HOST}", file=sys.stderr)
+        return 2
+    base = base_url(args.host, port)
     before = signal.signal(signal.SIGTERM, _stop)
-    proc = subprocess.Popen(server_command(uri, args.host, args.port), env=server_env(), stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(server_command(uri, args.host, port), env=server_env(), stdin=subprocess.DEVNULL,
                             stdout=sys.stderr, start_new_session=True)  # the server's log on stderr: stdout is ours
     try:
-        if not wait_until_up(base, proc):
+        if not wait_until_up(base, proc, ours=lambda: serves(base, exp_id, stamp)):
             code = proc.poll()
             print(f"ragbench ui: error: the MLflow server did not start on {base} "
                   f"({'exit ' + str(code) if code is not None else 'no answer in ' + str(int(START_TIMEOUT_S)) + ' s'}"
-                  f"); is port {args.port} in use? pass --port", file=sys.stderr)
+                  f"); is port {port} in use? pass another --port (0: a free one)", file=sys.stderr)
             return 1
-        url = runs_url(base, exp_id)
-        print(f"MLflow runs of experiment {experiment!r}: {url}", flush=True)
-        sweep = args.sweep or latest
-        jobs = url
-        if sweep:
-            key = view_key(sweep)
-            jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
-            print(f"{'sweep' if args.sweep else 'latest sweep'} {sweep}, its jobs: {jobs}")
-            print(f"its report: {parent_url(base, exp_id, sweep)}", flush=True)
-        if not args.no_browser:
-            open_in_browser(jobs)
+        urls(base)
         print("serving; Ctrl-C stops the server", flush=True)
         return proc.wait() or 0
     except KeyboardInterrupt:
@@ -216,6 +302,21 @@ def run(argv: Sequence[str] | None = None) -> int:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _print_urls(base: str, *, exp_id: str, experiment: str, sweep: str | None, chosen: bool, views: set[str],
+                browse: bool) -> None:
+    """The runs view, the sweep's jobs and its report on ``base``; the jobs' view opened in a browser."""
+    url = runs_url(base, exp_id)
+    print(f"MLflow runs of experiment {experiment!r}: {url}", flush=True)
+    jobs = url
+    if sweep:
+        key = view_key(sweep)
+        jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
+        print(f"{'sweep' if chosen else 'latest sweep'} {sweep}, its jobs: {jobs}")
+        print(f"its report: {parent_url(base, exp_id, sweep)}", flush=True)
+    if browse:
+        open_in_browser(jobs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

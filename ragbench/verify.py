@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.document import scores_from_record as document_scores_from_record
@@ -31,7 +32,7 @@ from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_record
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
 from ragbench.protocols import RetrievalScorer
-from ragbench.record import CASES_ARTIFACT, RUN_FILE, cases_run_id
+from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 
 TOLERANCE = 1e-9
@@ -53,20 +54,32 @@ class Report:
     worst: tuple[float, str] = (0.0, "")
     mismatches: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    sink_checked: set[str] = field(default_factory=set)  # run metrics compared three ways (run.json, MLflow)
 
-    def check(self, where: str, logged: float, recomputed: float) -> None:
+    def check(self, where: str, logged: float, recomputed: float, sink: float | None = None) -> None:
+        """``logged`` (the record's value) against ``recomputed``; with ``sink``, MLflow's value, one line
+        naming the file when the record and MLflow disagree."""
         self.compared += 1
-        diff = abs(float(logged) - float(recomputed))
-        if diff != diff:  # NaN on one side only
-            diff = 0.0 if (logged != logged and recomputed != recomputed) else float("inf")
+        diff = difference(logged, recomputed)
         if diff > self.worst[0] or not self.worst[1]:
             self.worst = (diff, where)
-        if diff > TOLERANCE:
+        if sink is not None and difference(logged, sink) > TOLERANCE:
+            self.mismatches.append(f"{where}: {RUN_FILE} {logged:.10g}, MLflow {sink:.10g}, "
+                                   f"recomputed {recomputed:.10g}")
+        elif diff > TOLERANCE:
             self.mismatches.append(f"{where}: logged {logged!r}, recomputed {recomputed!r}")
 
     @property
     def ok(self) -> bool:
         return not self.mismatches and not self.unchecked and self.compared > 0
+
+
+def difference(a: float, b: float) -> float:
+    """|a - b|; 0 when both are NaN, infinite when one is."""
+    diff = abs(float(a) - float(b))
+    if diff != diff:  # NaN on one side only
+        diff = 0.0 if (a != a and b != b) else float("inf")
+    return diff
 
 
 def score_keys(row: Mapping[str, Any]) -> dict[str, float]:
@@ -120,10 +133,12 @@ def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResu
 
 
 def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], topk: int | None = None,
-                scorers: Sequence[RetrievalScorer] = ()) -> Report:
-    """Compares every recomputable per-case score and every aggregated metric with ``logged``; with the
-    job's ``topk``, also the fixed-name views the job derives from them (``*_at_topk``, ``headline/*``,
-    the last point of each ``*_at_k_curve``); ``scorers``: the run's ``metrics.retrieval``."""
+                scorers: Sequence[RetrievalScorer] = (), sink: Mapping[str, float] | None = None) -> Report:
+    """Compares every recomputable per-case score and every aggregated metric with ``logged`` (the record's
+    metrics, by MLflow name; MLflow's for a run logged before the record); with the job's ``topk``, also the
+    fixed-name views the job derives from them (``*_at_topk``, ``headline/*``, the last point of each
+    ``*_at_k_curve``); ``scorers``: the run's ``metrics.retrieval``; ``sink``: MLflow's metrics of a run
+    with a record, each aggregated metric compared with both."""
     from ragbench.job_metrics import at_k_views
     from ragbench.tracking.mlflow_tracker import mlflow_name
 
@@ -164,7 +179,10 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
         if name not in logged:
             report.unchecked.append(f"run metric {key}: recomputed but not logged")
             continue
-        report.check(f"run metric {key}", logged[name], value)
+        both = sink is not None and name in sink
+        report.check(f"run metric {key}", logged[name], value, sink[name] if sink is not None and both else None)
+        if both:
+            report.sink_checked.add(name)
     for name in sorted(logged):
         inner = name.split("/", 2)[-1] if name.startswith(("by_type/", "by_difficulty/")) else name
         if name.endswith("_at_k_curve"):  # a series whose points are the retrieval/<m>_at_<k> checked above
@@ -219,7 +237,9 @@ class RunArtifacts:
     metrics: dict[str, float]
     topk: int | None
     scorers: tuple[dict[str, Any], ...] = ()  # the run's metrics.retrieval nodes, from its params
-    record: bool = False  # the run holds a ragbench-run/2 record (run.json): no case_scores.json to check
+    run_json: bytes | None = None  # its ragbench-run/2 record as stored; None: logged before the record
+    params: Mapping[str, str] = field(default_factory=dict)  # its MLflow params
+    status: str = ""  # its MLflow status
 
 
 def fetch_run(run_id: str, uri: str) -> RunArtifacts:
@@ -240,17 +260,20 @@ def fetch_run(run_id: str, uri: str) -> RunArtifacts:
         holder = cases_run_id(run)
         with tempfile.TemporaryDirectory(prefix="ragbench-verify-") as tmp:
             cases = Path(client.download_artifacts(holder, CASES_ARTIFACT, tmp)).read_bytes()
-            scores = None
+            scores = run_json = None
             names = {f.path for f in client.list_artifacts(holder)}
             if SCORES_ARTIFACT in names:
                 scores = Path(client.download_artifacts(holder, SCORES_ARTIFACT, tmp)).read_bytes()
+            if RUN_FILE in names:
+                run_json = Path(client.download_artifacts(holder, RUN_FILE, tmp)).read_bytes()
     except (MlflowException, OSError) as exc:
         raise UsageError(f"run {run_id} in {uri}: {str(exc).splitlines()[0]}; fix: pass the id of a finished "
                          "ragbench job (and --tracking-uri if it is not the default store)") from None
     topk = run.data.params.get("retrieval.topk")
     return RunArtifacts(run_id=run_id, cases=cases, scores=scores, metrics=dict(run.data.metrics),
                         topk=int(topk) if topk and str(topk).isdigit() else None,
-                        scorers=tuple(scorer_nodes(run.data.params)), record=RUN_FILE in names)
+                        scorers=tuple(scorer_nodes(run.data.params)), run_json=run_json,
+                        params=dict(run.data.params), status=str(run.info.status))
 
 
 class DamagedRecord(Exception):
@@ -259,61 +282,31 @@ class DamagedRecord(Exception):
 
 
 DAMAGED_FIX = "fix: rerun the job to log a fresh record (its stage cache makes that cheap)"
-# what a case record must hold, and as which JSON type, before anything is recomputed from it
-CASE_FIELDS: dict[str, tuple[type, ...]] = {
-    "qid": (str,), "status": (str,), "question": (str,), "question_type": (str,), "answerable": (bool,),
-    "answers": (list,), "doc_ids": (list,), "query_meta": (dict,), "dataset": (str,), "topk": (int,),
-    "ranked_ids": (list,), "hit_units": (list,), "qrels": (dict,), "evidence": (dict,), "contexts": (list,),
-}
-CASE_PARTS = {"evidence": ("matched", "texts", "openviking"), "qrels": ("chunk", "unit")}
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "true/false", type(None): "null"}
-
-
-def _json_type(value: Any) -> str:
-    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def parse_cases(data: bytes, run_id: str) -> list[dict[str, Any]]:
-    """The rows of a ``cases.jsonl`` as stored; a DamagedRecord naming the first line that is not a case
-    record (cut off mid-line, not UTF-8, not JSON, not an object, a record field missing or mistyped),
-    a UsageError for a row of a run logged before case records existed."""
+    """The rows of a ``cases.jsonl`` as stored, each line read by ``CaseRecord.from_json``; a DamagedRecord
+    naming the first line that is not a case record (cut off mid-line, not UTF-8, not JSON, nested too deep,
+    not an object, a field missing or mistyped), a UsageError for a row of a run logged before case records
+    existed."""
     lines = data.split(b"\n")
     rows: list[dict[str, Any]] = []
     for n, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         where = f"run {run_id}: {CASES_ARTIFACT} line {n}"
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DamagedRecord(f"{where} is not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                                f"{DAMAGED_FIX}") from None
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            cut = n == len(lines)  # the last line, without the newline every record ends with
-            what = "is cut off mid-line (the file is truncated)" if cut else "is not JSON"
-            raise DamagedRecord(f"{where} {what}: {exc.msg} at column {exc.colno}; {DAMAGED_FIX}") from None
-        if not isinstance(row, dict):
-            raise DamagedRecord(f"{where} is {_json_type(row)}, not a case record (a JSON object); {DAMAGED_FIX}")
-        if not row:
-            raise DamagedRecord(f"{where} is an empty object {{}}, not a case record; {DAMAGED_FIX}")
-        case = f"{where} (case {row['qid']})" if isinstance(row.get("qid"), str) else where
-        if "record_version" not in row:
+        try:  # the last line, without the newline every record ends with, is cut off
+            record = CaseRecord.from_json(raw, where=where, cut=n == len(lines))
+        except RecordError as exc:
+            raise DamagedRecord(f"{exc}; {DAMAGED_FIX}") from None
+        case = f"{where} (case {record.qid})"
+        if record.version < 1:
             raise UsageError(f"{case} has no case record (a run logged before ragbench.verify); fix: rerun the "
                              "job with this ragbench to log one")
-        for key, kinds in CASE_FIELDS.items():
-            if key not in row:
-                raise DamagedRecord(f"{case}: the case record has no {key!r}; {DAMAGED_FIX}")
-            if not isinstance(row[key], kinds) or (kinds == (int,) and isinstance(row[key], bool)):
-                raise DamagedRecord(f"{case}: {key!r} is {_json_type(row[key])}, expected "
-                                    f"{_JSON_TYPES[kinds[0]]}; {DAMAGED_FIX}")
-        for key, parts in CASE_PARTS.items():
-            missing = [part for part in parts if part not in row[key]]
-            if missing:
-                raise DamagedRecord(f"{case}: {key!r} has no {missing[0]!r}; {DAMAGED_FIX}")
-        rows.append(row)
+        problem = record.recompute_problem()
+        if problem:
+            raise DamagedRecord(f"{case}: {problem}; {DAMAGED_FIX}")
+        rows.append(record.row())
     if not rows:
         raise UsageError(f"run {run_id}: {CASES_ARTIFACT} holds no case; fix: pass the id of a job that ran cases")
     return rows
@@ -325,25 +318,101 @@ def parse_scores(data: bytes | None) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        return loads_bounded(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):  # NestedTooDeep too
         return "not JSON"
 
 
+@dataclass(frozen=True)
+class Sink:
+    """A run with a record: its ``run.json``, and what MLflow, the record's sink, holds of it."""
+
+    record: RunRecord
+    metrics: Mapping[str, float]
+    params: Mapping[str, str]
+    status: str
+
+
+def read_record(art: RunArtifacts) -> RunRecord | None:
+    """The run's ``run.json`` (None for a run logged before the record); a DamagedRecord naming the file and
+    what is wrong when it is not a record (cut off, not JSON, an array, a field mistyped)."""
+    if art.run_json is None:
+        return None
+    try:
+        return RunRecord.from_json(art.run_json)
+    except ValueError as exc:  # RecordError, NestedTooDeep, a kind ragbench does not know
+        raise DamagedRecord(f"run {art.run_id}: {exc if RUN_FILE in str(exc) else f'{RUN_FILE}: {exc}'}; "
+                            f"{DAMAGED_FIX}") from None
+
+
+def record_metrics(record: RunRecord) -> dict[str, float]:
+    """The run metrics a record holds, by MLflow name: its metrics and the last point of each curve (the
+    value MLflow shows of a series)."""
+    from ragbench.tracking.mlflow_tracker import mlflow_name
+
+    out = {mlflow_name(k): float(v) for k, v in record.metrics.items()}
+    out.update({mlflow_name(k): float(series[max(series)]) for k, series in record.curves.items() if series})
+    return out
+
+
+def check_sink(sink: Sink, logged: Mapping[str, float], report: Report) -> None:
+    """MLflow against ``run.json``: the run's status, every metric ``verify_rows`` did not compare with both,
+    and every param (the record's config and component params as the job logs them). One line per
+    difference, naming the file."""
+    from ragbench.tracking.mlflow_sink import start_params
+    from ragbench.tracking.mlflow_tracker import redact as param_values
+
+    record = sink.record
+    if sink.status and record.status != sink.status:
+        report.mismatches.append(f"{RUN_FILE} status {record.status}, MLflow run {sink.status}")
+    for name in sorted(set(logged) | set(sink.metrics)):
+        if name in report.sink_checked:
+            continue
+        if name not in sink.metrics:
+            report.mismatches.append(f"{RUN_FILE} metric {name}: {logged[name]:.10g}, not in MLflow")
+        elif name not in logged:
+            report.mismatches.append(f"MLflow metric {name}: {sink.metrics[name]:.10g}, not in {RUN_FILE}")
+        else:
+            report.compared += 1
+            if difference(logged[name], sink.metrics[name]) > TOLERANCE:
+                report.mismatches.append(f"{RUN_FILE} metric {name}: {logged[name]:.10g}, "
+                                         f"MLflow {sink.metrics[name]:.10g}")
+    params = param_values(start_params(record))
+    for key in sorted(set(params) | set(sink.params)):
+        report.compared += 1
+        ours, theirs = params.get(key), sink.params.get(key)
+        if ours != theirs:
+            report.mismatches.append(f"{RUN_FILE} config {key}: {'absent' if ours is None else repr(ours)}, "
+                                     f"MLflow param {'absent' if theirs is None else repr(theirs)}")
+
+
 def load_run(run_id: str, uri: str) -> tuple[list[dict[str, Any]], dict[str, float], int | None, Any,
-                                             tuple[RetrievalScorer, ...], bool]:
-    """The run's case rows, logged metrics, top-k (its ``retrieval.topk`` param), its parsed
-    ``case_scores.json`` (None when the run has none), its ``metrics.retrieval`` scorers, rebuilt, and
-    whether it holds a record (``run.json``)."""
+                                             tuple[RetrievalScorer, ...], Sink | None]:
+    """The run's case rows, its metrics (its record's, by MLflow name; MLflow's for a run logged before the
+    record), top-k and ``metrics.retrieval`` scorers, rebuilt (from the record's config; else the run's
+    params), its parsed ``case_scores.json`` (None when the run has none), and its ``Sink`` (None for a run
+    logged before the record)."""
     from hydra.utils import instantiate
 
     art = fetch_run(run_id, uri)
+    record = read_record(art)
+    rows = parse_cases(art.cases, run_id)
+    nodes: Sequence[Any] = art.scorers
+    topk, logged, sink = art.topk, dict(art.metrics), None
+    if record is not None:
+        retrieval = record.config.get("retrieval")
+        metrics = record.config.get("metrics")
+        nodes = (metrics.get("retrieval") if isinstance(metrics, Mapping) else None) or ()
+        k = retrieval.get("topk") if isinstance(retrieval, Mapping) else None
+        topk = k if type(k) is int else None
+        logged = record_metrics(record)
+        sink = Sink(record=record, metrics=dict(art.metrics), params=dict(art.params), status=art.status)
     try:
-        scorers = build_scorers(art.scorers, instantiate)
+        scorers = build_scorers(nodes, instantiate)
     except Exception as exc:  # noqa: BLE001 - a scorer that no longer imports: a usage error, one line
         raise UsageError(f"run {run_id}: its metrics.retrieval scorers cannot be rebuilt ({exc}); fix: run verify "
                          "where the scorers' package is importable") from None
-    return parse_cases(art.cases, run_id), art.metrics, art.topk, parse_scores(art.scores), scorers, art.record
+    return rows, logged, topk, parse_scores(art.scores), scorers, sink
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -362,10 +431,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = Report()
         return finish(args.run_id, f"{check_calibration(calibration, report)} labelled items", report, args.show)
     try:
-        rows, logged, topk, scores_doc, scorers, record = load_run(args.run_id,
-                                                                   args.tracking_uri or default_tracking_uri())
-        report = verify_rows(rows, logged, topk, scorers)
-        if scores_doc is None and not record:  # a run logged before the record: its case_scores.json is gone
+        rows, logged, topk, scores_doc, scorers, sink = load_run(args.run_id,
+                                                                 args.tracking_uri or default_tracking_uri())
+        report = verify_rows(rows, logged, topk, scorers, None if sink is None else sink.metrics)
+        if sink is not None:
+            check_sink(sink, logged, report)
+        if scores_doc is None and sink is None:  # a run logged before the record: its case_scores.json is gone
             from ragbench.compare.runcases import SCORES_ARTIFACT
 
             report.unchecked.append(f"{SCORES_ARTIFACT}: missing from the run's artifacts (deleted, or logged "

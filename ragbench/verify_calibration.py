@@ -1,14 +1,18 @@
 """``python -m ragbench.verify RUN_ID`` on a ``ragbench.judge calibrate`` run: its agreement and probe metrics
-recomputed from its own artifacts and compared with what it logged.
+recomputed from its record and compared with what it logged.
 
-From ``case_scores.json`` (one value per labelled item: human label, judge score, verdict, agreement and
-each probe's per-item values) and the run's params (scale, pass_at, keys, probes, resamples, seed, level),
-it recomputes every verdict from its score, then accuracy, Cohen's kappa, the confusion matrix, the
-agreement per question type and each probe's statistic, with the bootstrap CIs of the same seed -- by the
-functions the calibration ran (``agreement``, ``probe_stats``, ``Calibration.metrics``). It compares them
-with the logged metrics and with ``calibration.json``, and ``case_scores.json`` with the per-item table
-(``calibration_items.json``). The judge's scores themselves need the model, so they are taken as logged;
-the usage totals (``*_tokens``, ``cost_usd``) are not per item in the artifacts and are not compared.
+The record (``ragbench.record``, kind ``calibration``) is ``run.json`` and ``cases.jsonl``, one case line per
+labelled item: human label, judge score, verdict, agreement and each probe's per-item values. From the
+lines and the settings in ``run.json``'s config (scale, pass_at, keys, probes, resamples, seed, level) it
+recomputes every verdict from its score, then accuracy, Cohen's kappa, the confusion matrix, the agreement
+per question type and each probe's statistic, with the bootstrap CIs of the same seed -- by the functions
+the calibration ran (``agreement``, ``probe_stats``, ``Calibration.metrics``). It compares them with
+``run.json``'s metrics and with ``calibration.json``, ``run.json`` with the run's MLflow metrics and params,
+and the lines with the per-item table (``cases_table.json``). A run logged before its record (a
+``case_scores.json``, ``calibration_items.json`` and no ``run.json``) is read through ``ragbench.record``'s
+migration (``stored_cases``) and checked against its MLflow params and metrics. The judge's scores
+themselves need the model, so they are taken as logged; the usage totals (``*_tokens``, ``cost_usd``) are not
+per item in the record and are not compared.
 """
 
 from __future__ import annotations
@@ -22,18 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
+from ragbench.compare.runcases import case_columns
 from ragbench.errors import ConfigError
 from ragbench.judge.agreement import Agreement, agreement
 from ragbench.judge.calibrate import USAGE_SUFFIXES, Calibration
 from ragbench.judge.calibration_settings import Settings
 from ragbench.judge.probes import DEFINITIONS, ProbeResult, probe_stats
+from ragbench.record import CASES_ARTIFACT, LEGACY_SCORES, RUN_FILE, RunRecord, stored_cases
+from ragbench.tracking.mlflow_sink import CASE_TABLE, flatten, start_params
 
 log = logging.getLogger(__name__)
 KIND_TAG = ("ragbench.kind", "calibration")  # the tag ``ragbench.judge calibrate`` gives its runs
 SUMMARY_ARTIFACT = "calibration.json"  # ragbench.judge.__main__.CALIBRATION_ARTIFACT
-ITEMS_ARTIFACT = "calibration_items.json"  # ragbench.judge.__main__.ITEMS_TABLE
-ARTIFACTS = (SCORES_ARTIFACT, SUMMARY_ARTIFACT, ITEMS_ARTIFACT)
+LEGACY_ITEMS = "calibration_items.json"  # the per-item table of a run logged before its record
+ARTIFACTS = (RUN_FILE, CASES_ARTIFACT, CASE_TABLE, SUMMARY_ARTIFACT, LEGACY_SCORES, LEGACY_ITEMS)
 
 
 class Checks(Protocol):
@@ -111,17 +117,6 @@ def _json(data: bytes | None, name: str, checks: Checks) -> Any:
         return None
 
 
-def item_rows(doc: Any) -> list[dict[str, Any]] | None:
-    """Per-item rows of a ``case_scores.json`` document (None when it is not one)."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("qid"), list) or not isinstance(doc.get("fields"), dict):
-        return None
-    n = len(doc["qid"])
-    columns = {"question_type": doc.get("question_type"), "status": doc.get("status"), **doc["fields"]}
-    if not all(isinstance(c, list) and len(c) == n for c in columns.values()):
-        return None
-    return [{"qid": doc["qid"][i], **{k: c[i] for k, c in columns.items() if c[i] is not None}} for i in range(n)]
-
-
 def table_rows(doc: Any) -> list[dict[str, Any]] | None:
     """Rows of an MLflow table file (``{"columns", "data"}``; a null cell: the row lacks the column)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("columns"), list) or not isinstance(doc.get("data"), list):
@@ -192,36 +187,87 @@ def recompute(rows: Sequence[Mapping[str, Any]], settings: Settings, checks: Che
 
 def check_calibration(run: CalibrationRun, checks: Checks) -> int:
     """Recomputes the run's calibration metrics into ``checks``; returns the number of labelled items."""
-    scores = _json(run.files[SCORES_ARTIFACT], SCORES_ARTIFACT, checks)
-    summary = _json(run.files[SUMMARY_ARTIFACT], SUMMARY_ARTIFACT, checks)
-    table = _json(run.files[ITEMS_ARTIFACT], ITEMS_ARTIFACT, checks)
-    rows = item_rows(scores) if scores is not None else None
-    if rows is None:
-        if scores is not None:
-            checks.mismatches.append(f"{SCORES_ARTIFACT}: not a case-scores document with one value per item")
+    files = run.files
+    if files.get(CASES_ARTIFACT) is None and files.get(LEGACY_SCORES) is None:
+        checks.unchecked.append(f"{CASES_ARTIFACT}: missing from the run's artifacts")
         return 0
+    try:
+        source, rows = stored_cases(files)
+    except ValueError as exc:
+        checks.mismatches.append(str(exc))
+        return 0
+    record = None
+    if source == CASES_ARTIFACT:  # the record: run.json beside the lines
+        record = _record(files.get(RUN_FILE), checks)
+        if record is None:
+            return len(rows)
+        _check_sinks(run, record, checks)
+    table_name = CASE_TABLE if record is not None else LEGACY_ITEMS
+    table = _json(files.get(table_name), table_name, checks)
     if table is not None:
         items = table_rows(table)
         if items is None:
-            checks.mismatches.append(f"{ITEMS_ARTIFACT}: not an MLflow table (columns and data)")
-        else:  # the compact scores must hold the numbers of the per-item table
-            compare_tree(f"{SCORES_ARTIFACT} against {ITEMS_ARTIFACT}", scores,
-                         json.loads(json.dumps(scores_document(items))), checks)
+            checks.mismatches.append(f"{table_name}: not an MLflow table (columns and data)")
+        else:  # the lines must hold the numbers of the per-item table
+            _against_table(f"{source} against {table_name}", rows, items, checks)
+    summary = _json(files.get(SUMMARY_ARTIFACT), SUMMARY_ARTIFACT, checks)
     try:
-        settings = settings_from_params(run.params)
+        params = run.params if record is None else {k: str(v) for k, v in flatten(dict(record.config)).items()}
+        settings = settings_from_params(params)
     except ConfigError as exc:
         checks.unchecked.append(f"run {run.run_id}: {exc}; the calibration settings are needed to recompute")
         return len(rows)
     cal = recompute(rows, settings, checks)
     expected = cal.metrics()
+    logged, where = (run.metrics, "run metric") if record is None else (record.metrics, f"{RUN_FILE} metric")
     for key, value in sorted(expected.items()):
-        if key in run.metrics:
-            checks.check(f"run metric {key}", run.metrics[key], value)
+        if key in logged:
+            checks.check(f"{where} {key}", logged[key], value)
         else:
-            checks.unchecked.append(f"run metric {key}: recomputed but not logged")
-    for key in sorted(set(run.metrics) - set(expected)):
+            checks.unchecked.append(f"{where} {key}: recomputed but not logged")
+    for key in sorted(set(logged) - set(expected)):
         if not key.endswith(USAGE_SUFFIXES):
-            checks.unchecked.append(f"run metric {key}: logged but not recomputable from the artifacts")
+            checks.unchecked.append(f"{where} {key}: logged but not recomputable from the record")
     if summary is not None:
         compare_tree(SUMMARY_ARTIFACT, summary, json.loads(json.dumps(cal.summary())), checks)
     return len(rows)
+
+
+def _record(data: bytes | None, checks: Checks) -> RunRecord | None:
+    """The run's ``run.json`` as a calibration's record; None (said in ``checks``) when it is missing, not a
+    record, or another kind's."""
+    if data is None:
+        checks.unchecked.append(f"{RUN_FILE}: missing from the run's artifacts")
+        return None
+    try:
+        record = RunRecord.from_json(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        checks.mismatches.append(f"{RUN_FILE}: not a readable record ({str(exc).splitlines()[0][:120]})")
+        return None
+    if record.kind != "calibration":
+        checks.mismatches.append(f"{RUN_FILE}: the record of a {record.kind}, not of a calibration")
+        return None
+    return record
+
+
+def _check_sinks(run: CalibrationRun, record: RunRecord, checks: Checks) -> None:
+    """MLflow holds what the record holds: each metric (to the tolerance of ``checks``) and each param (the
+    config as dotted keys and the record's params, as text)."""
+    for key in sorted(set(run.metrics) | set(record.metrics)):
+        if key not in run.metrics or key not in record.metrics:
+            side = "MLflow" if key in run.metrics else RUN_FILE
+            checks.mismatches.append(f"metric {key}: logged in {side} only")
+        else:
+            checks.check(f"MLflow metric {key} against {RUN_FILE}", run.metrics[key], record.metrics[key])
+    for key, value in sorted(start_params(record).items()):
+        checks.compared += 1
+        if run.params.get(key) != str(value):
+            checks.mismatches.append(f"param {key}: MLflow {run.params.get(key)!r}, {RUN_FILE} {str(value)!r}")
+
+
+def _against_table(where: str, rows: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]],
+                   checks: Checks) -> None:
+    """Every number of the per-item table against the same item's number in the lines."""
+    got, want = case_columns(rows), case_columns(items)
+    compare_tree(where, {"qid": got["qid"], "fields": {k: got["fields"].get(k) for k in want["fields"]}},
+                 {"qid": want["qid"], "fields": want["fields"]}, checks)

@@ -20,6 +20,7 @@ from ragbench.cache.lock import DEFAULT_TIMEOUT_S, check_timeout, hold
 from ragbench.cache.mode import CacheMode
 from ragbench.errors import CacheCorruptError, CacheError, RagbenchError
 from ragbench.metric_info import MetricInfo
+from ragbench.redact import mask_secrets
 
 __all__ = ["MANIFEST", "SCHEMA", "CacheMode", "StageCache", "make_key"]
 
@@ -44,6 +45,22 @@ LOAD_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, IndexError, A
 def make_key(parts: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``parts`` (which carry the upstream keys: a chain)."""
     return json_sha256({"schema": SCHEMA, **parts}, ascii=True)
+
+
+def masked(value: Any) -> Any:
+    """``value`` with every registered secret masked in its strings (``ragbench.redact.mask_secrets``): a
+    per-case entry (an answer, a verdict, a reply) never holds a key, whichever path made it. The replies
+    and records that reach it are masked where they come in; this is the cache's own last check."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: masked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) and not all(type(v) in _NUMBERS for v in value):
+        return [masked(v) for v in value]
+    return value
+
+
+_NUMBERS = (int, float, bool)
 
 
 class _Corrupt(Exception):
@@ -221,6 +238,7 @@ class StageCache:
         if not self.writes:
             return
         path = self._record_path(stage, key)
+        value, manifest = masked(value), masked(dict(manifest))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomic(path, {"manifest": dict(manifest), "value": value, "sha256": json_sha256(value),

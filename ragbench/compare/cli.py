@@ -83,8 +83,9 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--report", type=Path, metavar="DIR", help="write report.html (one self-contained file with a "
                                                                 "per-question drill-down), report.md, "
                                                                 "comparison.json and PNG plots")
-    out.add_argument("--csv", type=Path, metavar="PATH", help="write one row per run: its params that differ, "
-                                                             "dataset, top-k and headline metrics (for pandas)")
+    out.add_argument("--csv", type=Path, metavar="PATH",
+                     help="write one row per run: dataset, top-k, one param per swept key, headline metrics "
+                          "(for pandas)")
     out.add_argument("--save-baseline", type=Path, metavar="PATH",
                      help="write the selected runs' per-case scores as a baseline file (commit it for CI)")
     gate = p.add_argument_group("CI gate")
@@ -98,10 +99,12 @@ def parser() -> argparse.ArgumentParser:
 
 def option_problem(args: argparse.Namespace) -> str | None:
     """The first option outside its range, as one line naming it and the valid values; else None."""
+    from ragbench.compare.comparison import alpha_problem
+
     if not 100 <= args.resamples <= MAX_RESAMPLES:
         return f"--resamples {args.resamples}: use 100 to {MAX_RESAMPLES:,} (default 2000)"
-    if not (math.isfinite(args.alpha) and 0 < args.alpha < 1):
-        return f"--alpha {args.alpha:g}: use a number between 0 and 1, e.g. 0.05 (the default)"
+    if (problem := alpha_problem(args.alpha)) is not None:
+        return problem
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         return (f"--tolerance {args.tolerance:g}: use a finite number >= 0, in the metric's own units "
                 "(0, the default, gates on any significant worsening)")
@@ -193,10 +196,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _write_error("--json", args.json, exc)
         print(f"records: {args.json}")
     if args.csv:
-        from ragbench.tracking.runs_table import csv_text, mlflow_rows
+        from ragbench.tracking.runs_table import csv_text, mlflow_rows, sweep_keys_of
 
         try:
-            args.csv.write_text(csv_text(mlflow_rows(found)), encoding="utf-8")
+            args.csv.write_text(csv_text(mlflow_rows(found), sweep_keys_of(client, found)), encoding="utf-8")
         except OSError as exc:
             return _write_error("--csv", args.csv, exc)
         print(f"runs: {args.csv} ({len(found)} rows)")

@@ -12,8 +12,12 @@ from ragbench import stats
 from ragbench.compare.metrics import MetricSpec, metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.errors import ConfigError
+from ragbench.tracking.runs_table import tied
 
 ALL = "all"  # the type of the overall record
+# the smallest significance level: a p-value below alpha is re-estimated with 2 m / alpha randomisations
+# (``_refine``), 20,000 per comparison here; a smaller alpha asks for more than any comparison can run
+MIN_ALPHA = 1e-4
 BASELINE = "baseline"
 
 
@@ -136,9 +140,12 @@ def pair_up(runs: Sequence[RunCases], rank_by: str, *, baseline: str | None = No
         of = (f"the best of {len(configs)} configurations" + (f" ({bases} baseline run{'s' if bases > 1 else ''} "
                                                               "not considered)" if bases else "")
               if configs else f"the best of {len(group)} runs, all baselines")
+        best = rank_value(base, rank_by)
+        level = [r for r in (configs or group) if r is not base and tied(rank_value(r, rank_by), best)]
+        tie = f", tied with {len(level)} other{'s' * (len(level) > 1)} (the earliest taken)" if level else ""
         notes.append(f"baseline{f' for {dataset}' if len({r.dataset for r in runs}) > 1 else ''}: "
                      f"{base.name or base.run_id} ({base.run_id}), {of} on {rank_by}, the sweep table's ranking "
-                     f"metric ({rank_value(base, rank_by):.4g}); name another with --baseline")
+                     f"metric ({rank_value(base, rank_by):.4g}){tie}; name another with --baseline")
         out.update({r.run_id: base for r in group})
     return out, notes
 
@@ -163,6 +170,8 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
             resamples: int = 2000, seed: int = 0, alpha: float = 0.05, level: float = 0.95,
             notes: Sequence[str] = ()) -> Comparison:
     """Every run against its baseline, per metric, overall and per question type, Holm-corrected."""
+    if (problem := alpha_problem(alpha)) is not None:
+        raise ConfigError(problem)
     notes = list(notes)
     raw: list[dict] = []
     for run in runs:
@@ -173,6 +182,9 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
             a, b = run.values(spec)[ia], base.values(spec)[ib]
             scored = np.isfinite(a) & np.isfinite(b)
             if not scored.any():
+                if run is not base and (np.isfinite(a).any() or np.isfinite(b).any()):
+                    notes.append(f"{run.name or run.run_id}: {spec.name} not compared: one side never measured it "
+                                 "(e.g. an LLM judge none of whose verdicts parsed)")
                 continue
             for qtype in (ALL, *sorted(set(types[scored]))):
                 m = scored if qtype == ALL else scored & (types == qtype)
@@ -222,6 +234,13 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
     return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
                       metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
                       level=level, correction=correction, practical=practical_note(specs))
+
+
+def alpha_problem(alpha: float) -> str | None:
+    """Why ``alpha`` cannot be a significance level (one line naming the fix), or None."""
+    if math.isfinite(alpha) and MIN_ALPHA <= alpha < 1:
+        return None
+    return f"--alpha {alpha!r}: use a number from {MIN_ALPHA:g} up to 1 (not 1), e.g. 0.05 (the default)"
 
 
 def practical_note(specs: Sequence[MetricSpec]) -> str:

@@ -71,8 +71,8 @@ def sweep_table(data: Mapping[str, Any]) -> str:
 
 
 def records_table(comp: Comparison, labels: Mapping[str, str]) -> str:
-    head = ("run", "dataset", "metric", "n", "value", "baseline", "delta", f"{comp.level:.0%} CI", "p (Holm)",
-            "min effect", "verdict")
+    head = ("run", "dataset", "metric", "n", "value", "baseline", "delta",
+            f"{comp.level:.0%} CI (unadjusted)", "p (Holm)", "min effect", "verdict")
     dataset = {r.run_id: r.dataset for r in comp.runs}
     rows = []
     for r in comp.records:
@@ -105,7 +105,7 @@ def ci_panel(metric: str, recs: Sequence[Record], labels: Mapping[str, str], ds:
     out = [f'<svg width="{PANEL_W}" height="{h}" viewBox="0 0 {PANEL_W} {h}" role="img">',
            f'<text x="4" y="16" font-weight="600">{escape(ds)}: {escape(metric)}</text>',
            f'<text x="4" y="29" class="dim">{"lower" if recs[0].lower_is_better else "higher"} is better; '
-           "bar: paired CI around the baseline</text>"]
+           "bar: paired CI around the baseline, unadjusted</text>"]
     for i, r in enumerate(recs):
         y = top + i * row_h + row_h / 2
         name = labels.get(r.run, r.run_name)
@@ -232,7 +232,9 @@ def build_html(comp: Comparison, taxa: Sequence[Taxonomy], labels: Mapping[str, 
 <h2 id="comparison">Against the baseline (all question types)</h2>
 <p class=small>Each run against its dataset's baseline over the questions they share: paired delta, {comp.level:.0%}
 bootstrap CI, Holm-adjusted p; verdict better / worse only when significant and at least the metric's practical
-threshold (column "min effect"); a smaller significant difference is "{stats.NEGLIGIBLE}".</p>
+threshold (column "min effect"); a smaller significant difference is "{stats.NEGLIGIBLE}".
+The verdict reads the Holm-adjusted p, which accounts for the many comparisons; the CI is each
+comparison's own, <b>not adjusted</b>, so a CI that excludes 0 may sit beside "{stats.SAME}".</p>
 {records_table(comp, labels)}
 <h2 id="charts">Charts</h2>{ci_panels(comp, labels)}
 <h2 id="curves">@k curves</h2>{curve_panels(curves(comp.runs), labels, color)}

@@ -109,12 +109,16 @@ function filtered(){
   return out;
 }
 function fmt(x){return x==null?'-':(Math.round(x*1000)/1000).toString();}
+function scoreName(X,r){return (X.cases[r]||[]).some(function(c){return c&&c.s['judge/accuracy']!=null;})?
+  'judge accuracy':'F1';}
 function mainScore(c){if(!c)return null;var s=c.s;return s['judge/accuracy']!=null?s['judge/accuracy']:s['answer/f1'];}
 function render(){
   var X=D.drill.datasets[state.ds],a=val('dd-a'),b=val('dd-b'),idx=filtered();
   table.textContent='';
   table.appendChild(h('thead',{},[h('tr',{},[h('th',{text:'id'}),h('th',{text:'type'}),h('th',{text:'question'}),
-    h('th',{'class':'n',text:'A'}),h('th',{'class':'n',text:'B'}),h('th',{text:'right (■) per run'})])]));
+    h('th',{'class':'n',text:'A: '+(L[a]||a)+' ('+scoreName(X,a)+')'}),
+    h('th',{'class':'n',text:'B: '+(L[b]||b)+' ('+scoreName(X,b)+')'}),
+    h('th',{text:'right (■) per run'})])]));
   var body=h('tbody');table.appendChild(body);
   idx.slice(0,state.shown).forEach(function(i){
     var q=X.questions[i],ca=(X.cases[a]||[])[i],cb=(X.cases[b]||[])[i];

@@ -7,14 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from ragbench import stats
 from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
 from ragbench.tracking.report import console
 
-_STYLE = {stats.BETTER: "green", stats.WORSE: "red", BASELINE: "bold", stats.SAME: "dim", stats.NEGLIGIBLE: "dim"}
 _MARK = {stats.BETTER: "▲", stats.WORSE: "▼", BASELINE: "=", stats.SAME: "·", stats.NEGLIGIBLE: "~"}
 LEGEND = "▲ better, ▼ worse, ~ no practical difference (significant, below the threshold), · no detectable " \
          "difference, = baseline"
@@ -50,7 +47,8 @@ def overall_rows(comp: Comparison) -> list[list[str]]:
             for r in comp.records if r.type == ALL]
 
 
-OVERALL_HEAD = ("run", "metric", "n", "value", "baseline", "delta", "95% CI", "p", "p (Holm)", "verdict")
+OVERALL_HEAD = ("run", "metric", "n", "value", "baseline", "delta", "95% CI (unadjusted)", "p", "p (Holm)",
+                "verdict")
 
 
 def type_rows(comp: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -84,35 +82,11 @@ def taxonomy_notes(comp: Comparison, taxa: Sequence[Taxonomy]) -> list[str]:
 
 
 def print_table(comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
-    """The terminal view: notes, overall table, per-type deltas, failure taxonomy."""
-    for note in comp.notes:
-        console.print(f"[dim]•[/dim] {note}")
-    console.print(f"[dim]•[/dim] {comp.correction}")
-    if comp.practical:
-        console.print(f"[dim]•[/dim] {comp.practical}")
-    table = Table(title="runs against their baseline (all question types)", title_justify="left")
-    for i, title in enumerate(OVERALL_HEAD):
-        table.add_column(title, justify="right" if 2 <= i <= 8 else "left", overflow="fold")
-    for row in overall_rows(comp):
-        table.add_row(*row[:-1], f"[{_STYLE[row[-1]]}]{row[-1]}[/]")
-    console.print(table)
-    head, rows = type_rows(comp)
-    if rows:
-        table = Table(title=f"delta by question type ({LEGEND})", title_justify="left")
-        for i, h in enumerate(head):
-            table.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
-    if taxa:
-        table = Table(title="failure taxonomy (cases)", title_justify="left")
-        for i, h in enumerate(("run", "type", *CATEGORIES)):
-            table.add_column(h.replace("_", " "), justify="left" if i < 2 else "right", overflow="fold")
-        for row in taxonomy_rows(comp, taxa):
-            table.add_row(*row)
-        console.print(table)
-        for note in taxonomy_notes(comp, taxa):
-            console.print(f"[dim]•[/dim] {note}")
+    """The terminal view (``ragbench.compare.terminal``): notes, one table per dataset and metric, the
+    deltas by question type, the failure taxonomy; every table fits 80 columns."""
+    from ragbench.compare.terminal import print_comparison
+
+    print_comparison(console, comp, taxa, taxonomy_notes(comp, taxa))
 
 
 def as_json(comp: Comparison, taxa: Sequence[Taxonomy]) -> dict[str, Any]:

@@ -67,8 +67,11 @@ class RunCases:
         an end-to-end score counts a failed or unscored case as 0 (``aggregate.is_score``); latency
         counts successful cases only."""
         x = self.fields.get(spec.key)
+        # no case holds it while some case ran: never measured (an LLM judge none of whose verdicts parsed),
+        # left out as the job leaves it out (ragbench.judge.aggregate.summarize), never compared as zeros
+        never = x is None and bool(self.ok.any())
         x = np.full(len(self.qids), np.nan) if x is None else x.copy()
-        if spec.zero_when_failed:
+        if spec.zero_when_failed and not never:
             x = np.nan_to_num(x, nan=0.0)
             if self.skipped is not None:
                 x[self.skipped] = np.nan

@@ -29,6 +29,22 @@ def document_text(title: str, text: str) -> str:
     return f"{title} {text}".strip() if title else text.strip()
 
 
+def repeated_ids(lines: dict[str, list[int]], *, dataset: str, file: str) -> None:
+    """A DatasetError naming the repeated query ids and their lines. BEIR's ``GenericDataLoader`` keeps a
+    repeated ``_id``'s last line without a word (a dict assignment), so a merged file scores other
+    questions than its author wrote; ragbench refuses it."""
+    repeated = {qid: ns for qid, ns in lines.items() if len(ns) > 1}
+    if not repeated:
+        return
+    shown = "; ".join(f"{qid!r} on lines {', '.join(map(str, ns))}" for qid, ns in list(repeated.items())[:3])
+    more = f" and {len(repeated) - 3} more" if len(repeated) > 3 else ""
+    raise DatasetError(
+        f"{len(repeated)} query ids occur more than once: {shown}{more} (they would be merged into one "
+        "question)", dataset=dataset, file=file, field="_id",
+        fix=f"give every line of {QUERIES} its own _id (the official files repeat none: re-download it)",
+    )
+
+
 class BEIRAdapter(BaseAdapter):
     """Reads a BEIR folder: one document per corpus line (``_id``, ``title``, ``text``; the text indexed is
     ``document_text``), the queries that the ``split``'s qrels judge, their graded relevance per document.
@@ -116,10 +132,14 @@ class BEIRAdapter(BaseAdapter):
         qrels, qrels_file = self._qrels(reader)
         known = {d.doc_id for d in docs}
         texts: dict[str, str] = {}
+        lines: dict[str, list[int]] = {}
         for n, row in enumerate(reader.read_jsonl(QUERIES), start=1):
             where = f"line {n}"
             qid = str(require(row, "_id", dataset=self.name, file=qfile, where=where, types=(str, int)))
-            texts[qid] = require(row, "text", dataset=self.name, file=qfile, where=where, types=(str,))
+            text = require(row, "text", dataset=self.name, file=qfile, where=where, types=(str,))
+            texts.setdefault(qid, text)
+            lines.setdefault(qid, []).append(n)
+        repeated_ids(lines, dataset=self.name, file=qfile)
         stats["queries_in_file"] = len(texts)
         queries: list[Query] = []
         for qid, judged in qrels.items():  # BEIR keeps the queries its qrels judge, in qrels order

@@ -146,14 +146,27 @@ class CustomAdapter(BaseAdapter):
             )
         return docs, unreadable
 
+    def _qa_path(self, reader: FileReader) -> str:
+        """``qa_file`` as read: a relative path below ``dataset.path`` (not ``docs_dir``, not the current
+        folder), an absolute or ``~`` path as it is. A relative name found only in the current folder is
+        refused naming the absolute path to give."""
+        rel = str(Path(self.qa_file).expanduser())
+        if not Path(rel).is_absolute() and not (reader.root / rel).exists() and Path(rel).is_file():
+            raise DatasetError(
+                "dataset.qa_file not found below dataset.path (a relative qa_file is read there, not in the "
+                "current folder)", dataset=self.name, file=str(reader.root / rel),
+                fix=f"give its absolute path: dataset.qa_file={Path(rel).resolve()}")
+        return rel
+
     def _questions(self, reader: FileReader) -> tuple[str, list[RawQA]]:
         fmt = self.qa_format
         if fmt == "auto":
             fmt = "jsonl" if self.qa_file.lower().endswith(".jsonl") else "easyrag"
-        file = str(reader.root / self.qa_file)
+        qa_file = self._qa_path(reader)
+        file = str(reader.root / qa_file)
         if fmt == "jsonl":
-            return file, parse_jsonl(reader.read_jsonl(self.qa_file), dataset=self.name, file=file)
-        data = reader.read_json(self.qa_file, top=object)
+            return file, parse_jsonl(reader.read_jsonl(qa_file), dataset=self.name, file=file)
+        data = reader.read_json(qa_file, top=object)
         if not isinstance(data, list | dict):
             raise DatasetError(
                 f"top level is a JSON {type(data).__name__}, expected an array of samples (or an object with "

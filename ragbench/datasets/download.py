@@ -7,15 +7,18 @@ import hashlib
 import http.client
 import json
 import logging
+import lzma
 import os
+import shutil
 import tarfile
 import tempfile
 import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+import zlib
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from ragbench.cache.root import DOWNLOADS, ENV_VAR, download_root
 from ragbench.datasets.sources import SOURCES, DatasetSource, RemoteFile, Unpack
@@ -27,6 +30,9 @@ CACHE_ENV = ENV_VAR
 MANIFEST = ".ragbench-download.json"
 TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 CHUNK = 1 << 16
+# an archive whose checksum is not pinned unpacks at most this much: the official ones (Qasper, SyllabusQA)
+# unpack their kept members to some tens of MB, and a zip bomb must not fill the disk
+UNVERIFIED_MAX_BYTES = 1_000_000_000
 
 
 def cache_root() -> Path:
@@ -124,13 +130,30 @@ def fetch(source: DatasetSource, file: RemoteFile, root: Path, *, retries: int =
     )
 
 
-def file_md5(path: Path) -> str:
-    """MD5 of a file, streamed (the checksum BEIR publishes for its zips)."""
-    h = hashlib.md5(usedforsecurity=False)
+def _file_hash(path: Path, algorithm: str) -> str:
+    """The hex digest of a file by ``algorithm`` (a hashlib name), streamed."""
+    h = hashlib.new(algorithm, usedforsecurity=False)
     with path.open("rb") as f:
         while block := f.read(CHUNK):
             h.update(block)
     return h.hexdigest()
+
+
+def file_md5(path: Path) -> str:
+    """MD5 of a file, streamed (the checksum BEIR publishes for its zips)."""
+    return _file_hash(path, "md5")
+
+
+def _unpack_or_refuse(source: DatasetSource, file: RemoteFile, archive: Path, origin: str,
+                      root: Path) -> list[str]:
+    """``unpack`` of a dataset's archive (``origin``: its URL or the --zip path), bounded when its checksum
+    is not pinned; an ArchiveError is the DownloadError naming the dataset, the archive and the fix."""
+    assert file.unpack is not None  # the callers unpack archives only
+    try:
+        return unpack(archive, file.unpack, root, expect=file.expect, max_bytes=unpack_bound(file))
+    except ArchiveError as exc:
+        raise DownloadError(f"dataset '{source.name}': {origin} {exc}; nothing was installed\n"
+                            f"  fix: {_manual_fix(source, file, root)}") from None
 
 
 def install_archive(source: DatasetSource, archive: Path, root: Path) -> Path:
@@ -141,7 +164,7 @@ def install_archive(source: DatasetSource, archive: Path, root: Path) -> Path:
         raise DownloadError(f"dataset '{source.name}' has no archive to install\n  fix: run the download without --zip")
     if not archive.is_file():
         raise DownloadError(f"dataset '{source.name}': no file at {archive}\n  fix: give --zip the path of {file.urls[0]}")
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    digest = _file_hash(archive, "sha256")
     if file.sha256 is not None and digest != file.sha256:
         raise DownloadError(f"dataset '{source.name}': {archive} has SHA-256 {digest}, expected {file.sha256}\n"
                             f"  fix: download {file.urls[0]} again (the copy is damaged or another release)")
@@ -149,28 +172,25 @@ def install_archive(source: DatasetSource, archive: Path, root: Path) -> Path:
         raise DownloadError(f"dataset '{source.name}': {archive} has MD5 {got}, expected the published {file.md5}\n"
                             f"  fix: download {file.urls[0]} again (the copy is damaged or another release)")
     root.mkdir(parents=True, exist_ok=True)
-    written = unpack(archive, file.unpack, root)  # type: ignore[arg-type]  # file.unpack checked above
-    missing = [rel for rel in file.expect if not (root / rel).is_file()]
-    if missing:
-        raise DownloadError(f"dataset '{source.name}': {archive} holds no {', '.join(missing)}\n"
-                            f"  fix: {_manual_fix(source, file, root)}")
+    written = _unpack_or_refuse(source, file, archive, str(archive), root)
     manifest = root / MANIFEST
     entries = json.loads(manifest.read_text()) if manifest.is_file() else {}
-    entries[file.dest] = {"url": str(archive), "sha256": digest, "size": archive.stat().st_size, "verified": True,
-                          "unpacked": written}
+    entries[file.dest] = {"url": str(archive), "sha256": digest, "size": archive.stat().st_size,
+                          "verified": file.sha256 is not None or file.md5 is not None, "unpacked": written}
     _write_atomic(manifest, json.dumps(entries, indent=2, sort_keys=True).encode())
     return root
 
 
-def _members(names: list[str], spec: Unpack) -> Iterator[tuple[str, str]]:
-    """(member name, destination below the root) of the archive members to keep."""
-    for name in names:
-        parts = PurePosixPath(name).parts[spec.strip:]
-        if not parts or name.endswith("/") or ".." in parts or PurePosixPath(name).is_absolute():
-            continue
-        rel = "/".join(parts)
-        if any(fnmatch.fnmatch(rel, pattern) for pattern in spec.include):
-            yield name, parts[-1] if spec.flatten else rel
+def _destination(name: str, spec: Unpack) -> str | None:
+    """Where an archive member goes below the root, or None when it is not kept (not wanted, a folder,
+    or a path that climbs out: absolute or with ``..``)."""
+    parts = PurePosixPath(name).parts[spec.strip:]
+    if not parts or name.endswith("/") or ".." in parts or PurePosixPath(name).is_absolute():
+        return None
+    rel = "/".join(parts)
+    if any(fnmatch.fnmatch(rel, pattern) for pattern in spec.include):
+        return parts[-1] if spec.flatten else rel
+    return None
 
 
 def _write_atomic(dest: Path, data: bytes) -> None:
@@ -184,23 +204,124 @@ def _write_atomic(dest: Path, data: bytes) -> None:
         Path(name).unlink(missing_ok=True)
 
 
-def unpack(archive: Path, spec: Unpack, root: Path) -> list[str]:
-    """Extracts the wanted members of a .zip or .tar(.gz) into ``root`` (each file atomically)."""
-    written: list[str] = []
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            for member, rel in _members(zf.namelist(), spec):
-                _write_atomic(root / rel, zf.read(member))
-                written.append(rel)
-    else:
-        with tarfile.open(archive, "r:*") as tf:
-            files = {m.name: m for m in tf.getmembers() if m.isfile()}
-            for member, rel in _members(list(files), spec):
-                handle = tf.extractfile(files[member])
-                if handle is not None:
-                    _write_atomic(root / rel, handle.read())
-                    written.append(rel)
-    return written
+class ArchiveError(Exception):
+    """An archive that cannot be installed as asked: unreadable, over its size bound, or without a member
+    that must be in it. Nothing of it is left below the root; the caller names the dataset and the fix."""
+
+
+# What reading a damaged .zip/.tar(.gz) raises: a bad header or directory, a cut or corrupt deflate/gzip/
+# bzip2/xz stream (gzip.BadGzipFile and bz2's "Invalid data stream" are OSErrors), an encrypted member.
+_UNREADABLE = (zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError, EOFError, OSError,
+               RuntimeError, NotImplementedError, ValueError)
+
+
+class _WriteFailed(Exception):
+    """Writing below the root failed (a full disk): re-raised as the OSError it carries, never blamed on
+    the archive."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _unreadable(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc) or 'truncated'}"
+
+
+class _Budget:
+    """Bytes an archive may still unpack (``limit`` None: no bound)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, size: int, what: str) -> None:
+        self.check(size, what)
+        self.used += size
+
+    def check(self, size: int, what: str) -> None:
+        """ArchiveError when ``size`` more bytes would pass the bound."""
+        if self.limit is not None and self.used + size > self.limit:
+            raise ArchiveError(f"unpacks to more than {self.limit / 1e6:,.0f} MB ({what}), the bound for an "
+                               "archive whose checksum is not pinned")
+
+
+def _copy(src: IO[bytes], dest: Path, budget: _Budget, member: str) -> None:
+    """Streams one member into ``dest`` block by block, counting its bytes against ``budget``."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        out = dest.open("wb")
+    except OSError as exc:
+        raise _WriteFailed(exc) from exc
+    with out:
+        while True:
+            try:
+                block = src.read(CHUNK)
+            except _UNREADABLE as exc:
+                raise ArchiveError(f"member {member} cannot be read ({_unreadable(exc)})") from None
+            if not block:
+                return
+            budget.take(len(block), f"at member {member}")
+            try:
+                out.write(block)
+            except OSError as exc:
+                raise _WriteFailed(exc) from exc
+
+
+def _extract(archive: Path, spec: Unpack, stage: Path, budget: _Budget) -> list[str]:
+    """The wanted members streamed into ``stage``; their paths below it, in archive order."""
+    written: dict[str, None] = {}
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                wanted = [(info, rel) for info in zf.infolist() if (rel := _destination(info.filename, spec))]
+                # zipfile never returns more than a member declares (it fails the CRC), so the declared sizes
+                # bound the real ones: an archive over the bound is refused before anything is written
+                budget.check(sum(info.file_size for info, _ in wanted), "the sizes its members declare")
+                for info, rel in wanted:
+                    with zf.open(info) as src:
+                        _copy(src, stage / rel, budget, info.filename)
+                    written[rel] = None
+        else:
+            with tarfile.open(archive, "r|*") as tf:  # a stream: members are read in order, none is held
+                for member in tf:
+                    rel = _destination(member.name, spec) if member.isfile() else None
+                    handle = tf.extractfile(member) if rel is not None else None
+                    if rel is not None and handle is not None:
+                        budget.check(member.size, f"at member {member.name}")  # by its header, before writing
+                        _copy(handle, stage / rel, budget, member.name)
+                        written[rel] = None
+    except _UNREADABLE as exc:
+        raise ArchiveError(f"is not a readable .zip or .tar(.gz) archive ({_unreadable(exc)})") from None
+    return list(written)
+
+
+def unpack(archive: Path, spec: Unpack, root: Path, *, expect: tuple[str, ...] = (),
+           max_bytes: int | None = None) -> list[str]:
+    """Extracts the wanted members of a .zip or .tar(.gz) into ``root``: streamed block by block into a
+    staging folder below it, at most ``max_bytes`` in all (None: no bound), then moved into place once
+    every member was read and every ``expect`` path is among them. On any failure (``ArchiveError``, a
+    full disk) the staging folder is removed: nothing half-written is left and no earlier file is touched."""
+    root.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=root, prefix=".unpack-"))
+    try:
+        written = _extract(archive, spec, stage, _Budget(max_bytes))
+        missing = [rel for rel in expect if rel not in written]
+        if missing:
+            raise ArchiveError(f"holds no {', '.join(missing)}")
+        for rel in written:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, root / rel)
+        return written
+    except _WriteFailed as exc:
+        raise exc.error from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def unpack_bound(file: RemoteFile) -> int | None:
+    """What an archive may unpack to: no bound when its checksum is pinned (the official bytes), else
+    ``UNVERIFIED_MAX_BYTES``."""
+    return None if file.sha256 is not None or file.md5 is not None else UNVERIFIED_MAX_BYTES
 
 
 def is_present(source: DatasetSource, root: Path) -> bool:
@@ -224,14 +345,10 @@ def download(source: DatasetSource, root: Path, *, force: bool = False, retries:
             entry = fetch(source, file, root, retries=retries, backoff=backoff, timeout=timeout)
             if file.unpack:
                 archive = root / file.dest
-                entry["unpacked"] = unpack(archive, file.unpack, root)
-                missing = [rel for rel in file.expect if not (root / rel).is_file()]
-                archive.unlink(missing_ok=True)
-                if missing:
-                    raise DownloadError(
-                        f"dataset '{source.name}': {file.urls[0]} holds no {', '.join(missing)}\n"
-                        f"  fix: {_manual_fix(source, file, root)}"
-                    )
+                try:
+                    entry["unpacked"] = _unpack_or_refuse(source, file, archive, str(entry["url"]), root)
+                finally:
+                    archive.unlink(missing_ok=True)
             manifest[file.dest] = entry
             _write_atomic(manifest_path, json.dumps(manifest, indent=2, sort_keys=True).encode())
     return root

@@ -113,6 +113,18 @@ def assemble(cache: StageCache, *, index_key: str, expected: Mapping[str, Any], 
     return concat_to_file(parts, spill)
 
 
+def shard_stored(cache_dir: str | Path, tags: Mapping[str, str], run_id: str) -> bool:
+    """Whether the shard a finished ``stages=encode`` run encoded (its ``ragbench.cache_key.index_shard``
+    tag) is in the cache at ``cache_dir``. Resume follows the cache: a run that encoded into another cache
+    (another ``cache.dir``, or an entry since pruned) did not fill this one, so the job runs again."""
+    key = tags.get(f"ragbench.cache_key.{STAGE}")
+    if key and (Path(cache_dir).expanduser() / STAGE / key / MANIFEST).is_file():
+        return True
+    log.info("job already finished as MLflow run %s, but its index shard is not in the cache at %s (another "
+             "cache.dir, or pruned): encoding it again", run_id, cache_dir)
+    return False
+
+
 def _missing_line(root: Path, missing: Sequence[EncodeShard], count: int, present: int) -> str:
     labels = ",".join(s.label for s in missing)
     return (f"index shard(s) {labels} of this corpus are missing from the cache at {root} ({present} of {count} "

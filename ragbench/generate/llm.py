@@ -33,17 +33,17 @@ class LLMGenerator:
         timeout: float = 60.0,
         num_retries: int = 3,
         backoff_s: float = 1.0,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = 8,
         prompt: str = "default",
         dataset: str | None = None,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
         batch: bool = False,
         batch_poll_s: float = 30.0,
+        batch_max_wait_s: float = 24 * 3600.0,
     ) -> None:
         self.model = model
         self.dataset = dataset
-        self.max_concurrency = max_concurrency
         self.prompt: AnswerPrompt = load_answer_prompt(prompt)
         at = f",api_base={api_base}" if api_base else ""
         self.identity = (
@@ -63,11 +63,17 @@ class LLMGenerator:
             max_reply_chars=max_reply_chars,
             max_consecutive_failures=max_consecutive_failures,
             role="llm",
-            cache_replies=False,  # answers are stage records (ragbench.cases): not cached twice
             batch=bool(batch),
             batch_poll_s=batch_poll_s,
+            batch_max_wait_s=batch_max_wait_s,
         )
         self.batch = bool(batch)
+
+    @property
+    def max_concurrency(self) -> int:
+        """Cases the pipeline runs at once: the client's bound (``llm.max_concurrency: null``: the server's
+        slots, known after ``preflight``; ragbench.llm.slots)."""
+        return int(self.client.max_concurrency)
 
     def log_params(self) -> dict[str, Any]:
         """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):

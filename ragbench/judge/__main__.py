@@ -8,11 +8,15 @@ finished, 1 when one failed (one line naming it), 2 on a usage error, 130 on Ctr
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from ragbench.errors import ConfigError, RagbenchError
 
@@ -21,15 +25,18 @@ if TYPE_CHECKING:
 
     from ragbench.judge.calibrate import Calibration
     from ragbench.judge.labels import LabelSet
+    from ragbench.record import RecordWriter, RunRecord
     from ragbench.tracking.mlflow_tracker import MlflowTracker
 
 log = logging.getLogger("ragbench.judge")
 USAGE = ("usage: python -m ragbench.judge calibrate LABELS.jsonl [-m] [key=value ...]\n"
-         "  LABELS.jsonl: human labels (ragbench.judge.labels); 'sample' is the bundled ExpertQA sample\n"
-         "  keys: conf/calibrate.yaml and the judge group, e.g. judge=llm judge.model=openai/gpt-4o-mini "
-         "judge.metrics=[faithfulness]")
+         "  LABELS.jsonl  human labels (ragbench.judge.labels); 'sample' is the\n"
+         "                bundled ExpertQA sample\n"
+         "  -m            a sweep: one run per combination of the values\n"
+         "  key=value     conf/calibrate.yaml and the judge group, e.g.\n"
+         "                judge=llm judge.model=openai/gpt-4o-mini\n"
+         "                judge.metrics=[faithfulness] scale=rubric max_score=4")
 CALIBRATION_ARTIFACT = "calibration.json"
-ITEMS_TABLE = "calibration_items.json"
 SETTINGS_KEYS = ("scale", "pass_at", "max_score", "probes", "repeats", "resamples", "seed", "level", "workers")
 
 
@@ -79,29 +86,25 @@ def run_name(number: int, overrides: Sequence[str]) -> str:
     return f"#{number} {','.join(overrides)}".rstrip()
 
 
-def log_run(tracker: MlflowTracker, run_id: str, cfg: DictConfig, labels: LabelSet, cal: Calibration,
-            judges: dict[str, Any]) -> None:
-    """Params (the resolved config), metrics, ``case_scores.json`` (for ``ragbench.compare``), the
-    summary and the per-item table."""
-    import json
-
-    from omegaconf import OmegaConf
-
-    from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
+def run_params(labels: LabelSet, judges: dict[str, Any]) -> dict[str, Any]:
+    """What the config does not show: the labels file (path, hash, items) and the judges' own params."""
     from ragbench.protocols import LoggedParams
-    from ragbench.tracking.mlflow_sink import flatten
 
-    params = flatten(OmegaConf.to_container(cfg, resolve=True))
-    params.update({"labels.path": labels.path, "labels.sha256": labels.sha256, "labels.n": len(labels.items)})
+    params: dict[str, Any] = {"labels.path": labels.path, "labels.sha256": labels.sha256, "labels.n": len(labels.items)}
     for judge in judges.values():
         if isinstance(judge, LoggedParams):
             params.update(judge.log_params())
-    with tracker.batched(run_id):
-        tracker.log_params(run_id, params)
-        tracker.log_metrics(run_id, cal.metrics())
-    tracker.log_files(run_id, {SCORES_ARTIFACT: json.dumps(scores_document(list(cal.rows))),
-                               CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)}, redacted=True)
-    tracker.log_table(run_id, list(cal.rows), ITEMS_TABLE)
+    return params
+
+
+def record_calibration(writer: RecordWriter, record: RunRecord, labels: LabelSet, cal: Calibration) -> RunRecord:
+    """A case line per labelled item into ``writer`` (``ragbench.record.item_record``); returns ``record`` with
+    the calibration's results (``ragbench.record.calibrated``)."""
+    from ragbench.record import calibrated, item_record
+
+    for item, row in zip(labels.items, cal.rows, strict=True):
+        writer.case(item_record(item, row))
+    return calibrated(record, labels, cal)
 
 
 def report(cal: Calibration, name: str) -> None:
@@ -123,21 +126,29 @@ def report(cal: Calibration, name: str) -> None:
 
 def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_parent: str | None,
             tracker: MlflowTracker | None) -> tuple[MlflowTracker, str]:
-    """Composes, builds the judges, calibrates and logs one configuration; returns (tracker, run id)."""
+    """Composes, builds the judges, calibrates and logs one configuration; returns (tracker, run id). Its
+    record (``ragbench.record``, kind ``calibration``) is written as a job's is and logged by the jobs'
+    MLflow sink (``ragbench.tracking.mlflow_sink``), whatever way the run ends."""
     from hydra.utils import instantiate
+    from omegaconf import OmegaConf
 
     from ragbench.budget import LEDGER, Budget
     from ragbench.cache.replies import reply_store
+    from ragbench.identity import job_hash
     from ragbench.judge.build import build_judges
     from ragbench.judge.calibrate import calibrate
     from ragbench.judge.labels import LabelSet, load_labels, sample_path
     from ragbench.protocols import LoggedTags
+    from ragbench.record import RecordWriter, begun
+    from ragbench.tracking.environment import environment_tags
+    from ragbench.tracking.mlflow_sink import log_results, start_params
 
     cfg = compose(overrides)
     labels = load_labels(sample_path() if labels_arg == "sample" else labels_arg)
     if cfg.get("limit"):
         labels = LabelSet(path=labels.path, sha256=labels.sha256, items=labels.items[: int(cfg.limit)])
     settings = settings_of(cfg)
+    labels.check_scale(settings.scale, settings.max_score)  # before any judge is built or paid for
     narrow_metrics(cfg, labels.rubrics, overrides)
     cache = instantiate(cfg.cache)
     with reply_store(cache):  # the judges' clients keep their preflight replies there, as a job's do
@@ -149,32 +160,73 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
         if isinstance(judge, LoggedTags):
             tags.update(judge.log_tags())
     name = run_name(number, overrides)
-    run_id = tracker.start_run(run_name=name, tags=tags, parent_run_id=tracker_parent)
-    status = "FAILED"
-    try:
-        LEDGER.start_job(Budget.from_config(cfg.get("budget")))
-        for judge in judges.values():
-            if hasattr(judge, "preflight"):
-                judge.preflight()
-        model = next((str(j.model) for j in judges.values() if getattr(j, "model", None)), None)
-        cal = calibrate(labels, judges, settings, judge_model=model, cache=cache)
-        log_run(tracker, run_id, cfg, labels, cal, judges)
-        report(cal, f"{name} (run {run_id})")
-        status = "FINISHED"
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    finally:
-        tracker.end_run(run_id, status)
+    record = begun(name, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
+                   lambda config: job_hash({**config, "labels": {"sha256": labels.sha256}}), kind="calibration")
+    record = dataclasses.replace(record, params=run_params(labels, judges),
+                                 tags={**tags, **environment_tags(record.versions)})
+    run_id = tracker.start_run(run_name=name, tags=record.tags, parent_run_id=tracker_parent)
+    with tempfile.TemporaryDirectory(prefix="ragbench-calibration-") as tmp:
+        writer: RecordWriter | None = None
+        status, error = "FAILED", None
+        try:
+            tracker.log_params(run_id, start_params(record))
+            writer = RecordWriter(Path(tmp), record)
+            LEDGER.start_job(Budget.from_config(cfg.get("budget")))
+            for judge in judges.values():
+                if hasattr(judge, "preflight"):
+                    judge.preflight()
+            model = next((str(j.model) for j in judges.values() if getattr(j, "model", None)), None)
+            cal = calibrate(labels, judges, settings, judge_model=model, cache=cache)
+            record = record_calibration(writer, record, labels, cal)
+            log_results(tracker, run_id, record, table=writer.table, config_yaml=OmegaConf.to_yaml(cfg, resolve=True))
+            tracker.log_files(run_id, {CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)}, redacted=True)
+            report(cal, f"{name} (run {run_id})")
+            status = "FINISHED"
+        except KeyboardInterrupt:
+            status = "KILLED"
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            _end(tracker, run_id, writer, record, status, error)
     return tracker, run_id
+
+
+def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, record: RunRecord, status: str,
+         error: BaseException | None) -> None:
+    """The record's end into its file and into MLflow (``run.json`` and ``cases.jsonl``), then the run's
+    status. A FINISHED run whose record cannot be logged ends FAILED and raises (one line)."""
+    from ragbench.errors import JobFailedError
+    from ragbench.tracking.mlflow_sink import log_files
+
+    lost: Exception | None = None
+    try:
+        if writer is not None:  # None: the record never opened (its params failed)
+            writer.finish(record.ended(status, None if error is None else f"{type(error).__name__}: {error}"))
+            log_files(tracker, run_id, writer.folder)
+    except Exception as exc:  # noqa: BLE001 - the run's failure, said on its status
+        lost = exc
+    tracker.end_run(run_id, "FAILED" if lost is not None else status)
+    if lost is not None:
+        if status == "FINISHED":
+            raise JobFailedError(f"the record of run {run_id} was not logged: {lost}") from lost
+        log.warning("the record of the %s run %s was not logged: %s", status, run_id, lost)
 
 
 def calibrate_command(args: Sequence[str]) -> int:
     """``calibrate LABELS [-m] overrides``; returns the exit code."""
     from ragbench.plan.cli import expand
 
+    if any(a in ("-h", "--help") for a in args):
+        print(USAGE)
+        return 0
     multirun = any(a in ("-m", "--multirun") for a in args)
     rest = [a for a in args if a not in ("-m", "--multirun")]
+    unknown = [a for a in rest if a.startswith("-") and "=" not in a]
+    if unknown:
+        print(f"ragbench.judge: unknown option {unknown[0]!r}; fix: see calibrate --help", file=sys.stderr)
+        return 2
     positional = [a for a in rest if "=" not in a]
     if len(positional) != 1:
         print(USAGE, file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
 _COUNT = "a count over the job's cases"
+_GROUP = re.compile(r"^by_(?:type|difficulty)/[^/]+/")
 _P = "the {}th percentile over the successful cases (ms)"
 # what ``summarize`` adds beside the per-case means (the token and cost totals are ragbench.budget's)
 METRICS: dict[str, MetricInfo] = {
@@ -73,9 +74,23 @@ METRICS: dict[str, MetricInfo] = {
 # Every per-case key, declared beside the code that computes it, then what summarize adds. The last table is
 # the one declaration of a RetrievalScorer's keys (``retrieval/<name>``): it is tried after every other.
 CASE_METRICS: dict[str, MetricInfo] = merge(
-    squad.METRICS, locomo_f1.METRICS, refusal.METRICS, rubrics.METRICS, reference_free.METRICS, claims.METRICS,
-    asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS)
+    squad.METRICS, locomo_f1.METRICS, refusal.METRICS, rubrics.METRICS, reference_free.METRICS,
+    reference_free.FAILED, claims.METRICS, asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS)
 DECLARED: dict[str, MetricInfo] = merge(CASE_METRICS, METRICS, scorers.METRICS)
+# each LLM judge score's per-case failure key (1 when the case got no parsable verdict for it)
+FAILED_BY: dict[str, str] = {**rubrics.FAILED_BY, **reference_free.FAILED_BY, **claims.FAILED_BY}
+
+
+def coverage(metrics: Mapping[str, float], key: str) -> float | None:
+    """The share of the cases a judge saw that got a verdict for judge score ``key`` (``by_type/<t>/<key>``
+    too): 1 - the job mean of its failure key; None for a key no LLM judge scores, or a job that does not
+    say (older runs)."""
+    group = _GROUP.match(key)
+    prefix = group.group(0) if group else ""
+    failure = FAILED_BY.get(key[len(prefix):])
+    if failure is None or f"{prefix}{failure}" not in metrics:
+        return None
+    return 1.0 - float(metrics[f"{prefix}{failure}"])
 
 
 def metric_info(key: str) -> MetricInfo:
@@ -90,8 +105,8 @@ def is_score(key: str) -> bool:
 
 
 def score_keys(judges: Iterable[Judge]) -> list[str]:
-    """The answer-quality keys the judges declare (``Judge.score_keys``): logged even when no case
-    produced them, so a job whose every case failed reports 0 for them, not nothing."""
+    """The answer-quality keys the judges declare (``Judge.score_keys``): a job whose every case failed
+    reports 0 for them, not nothing (a job whose cases ran and produced none of a key does not log it)."""
     return sorted({key for judge in judges for key in judge.score_keys})
 
 
@@ -118,12 +133,15 @@ def _mean(values: Iterable[float]) -> float | None:
 
 def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) -> dict[str, float]:
     """Metrics of one group of cases (overall, or one question type). ``keys`` are the score keys
-    of the whole job, so a group whose every case failed still reports zeros, not nothing."""
+    of the whole job, so a group whose every case failed still reports zeros, not nothing. A score no
+    case produced while some case ran to the end is not reported: nothing measured it (an LLM judge
+    none of whose verdicts parsed), and a 0 would read as "every answer wrong"."""
     out: dict[str, float] = {}
     skipped = sum(c.skipped for c in cases)  # not run (budget): left out of every figure, counted apart
     cases = [c for c in cases if not c.skipped]
     ok = [c for c in cases if not c.failed]
-    keys = sorted(set(keys or ()) | {k for c in cases for k in c.scores})
+    produced = {k for c in cases for k in c.scores}
+    keys = sorted(set(keys or ()) | produced)
     for key in keys:
         present = [c.scores[key] for c in cases if key in c.scores]
         if not is_score(key):
@@ -131,6 +149,8 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
             if mean is not None:
                 out[key] = mean
             continue
+        if key not in produced and ok:
+            continue  # never measured (judge/coverage 0): absent, not 0
         # end-to-end: every attempted case counts, a failed (or unjudged) case as zero -- of the cases the
         # key applies to (SCORED_ON: answer/locomo_f1 leaves LoCoMo's category 5 out)
         scope = SCORED_ON.get(key)
@@ -179,7 +199,7 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
 def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict[str, float]:
     """Overall metrics plus ``by_type/<type>/<metric>`` for every question type (and
     ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``); ``declared`` score
-    keys (see ``score_keys``) are reported even when no case produced them."""
+    keys (see ``score_keys``) are reported as 0 by a group whose every case failed."""
     keys = sorted({k for c in cases for k in c.scores} | set(declared))
     out = summarize(cases, keys)
     by_type: dict[str, list[CaseResult]] = defaultdict(list)

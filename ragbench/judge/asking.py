@@ -179,9 +179,11 @@ class Tally:
 def ask(client: LLMClient, messages: list[dict[str, str]], parse: Callable[[str], T | None], tally: Tally, *,
         what: str, parse_retries: int) -> T | None:
     """The parsed reply, asking again up to ``parse_retries`` times while it is malformed; None (and a
-    failed ask in ``tally``) when no reply parses. A failed call (after the client's retries) raises."""
+    failed ask in ``tally``) when no reply parses. A failed call (after the client's retries) raises.
+    Every reply is cached, a malformed one too (it was paid for; each ask has its own key): a rerun reads
+    the same replies and counts the same failed asks, without paying for them again."""
     for attempt in range(parse_retries + 1):
-        reply = client.complete(messages, key_extra={"attempt": attempt} if attempt else None, cache_if=lambda t: parse(t) is not None)
+        reply = client.complete(messages, key_extra={"attempt": attempt} if attempt else None)
         tally.prompt_tokens += reply.usage.prompt_tokens
         tally.completion_tokens += reply.usage.completion_tokens
         tally.cost_usd += reply.usage.cost_usd

@@ -12,8 +12,10 @@ from typing import Any
 from omegaconf import DictConfig
 
 from ragbench.errors import ConfigError
+from ragbench.llm.local import local_model
 
 GROUP = "judges"
+BACKENDS = ("litellm", "local")
 
 
 def _accepted(target: str) -> set[str] | None:
@@ -29,6 +31,12 @@ def _accepted(target: str) -> set[str] | None:
 def build_judges(node: DictConfig, instantiate: Callable[..., Any]) -> dict[str, Any]:
     """``{name: judge}``; a judge-wide key that no judge takes is a ConfigError naming it."""
     wide = {str(k): node[k] for k in node if k != GROUP}
+    backend = str(wide.pop("backend", None) or "litellm")
+    if backend not in BACKENDS:
+        raise ConfigError(f"judge.backend={backend!r} is not valid; choose {' or '.join(BACKENDS)} (a model "
+                          "ragbench runs itself: docs/local-models.md)")
+    if backend == "local" and "model" in wide:
+        wide["model"] = local_model(wide["model"])
     judges: dict[str, Any] = {}
     used: set[str] = set()
     for name, spec in (node.get(GROUP) or {}).items():

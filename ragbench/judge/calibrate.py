@@ -145,11 +145,31 @@ def make_scorer(judges: Mapping[str, Any], cache: Any = None) -> Scorer:
     return score
 
 
+def _no_verdict(rubrics: Sequence[str], given: set[str], judges: Mapping[str, Any], settings: Settings, n: int,
+                judge_model: str | None) -> None:
+    """A rubric a judge was asked for (``Judge.score_keys``) with not one parseable verdict is said as such:
+    no agreement can be measured, and "choose a judge that scores it" would be wrong advice."""
+    from ragbench.errors import JobFailedError
+    from ragbench.protocols import Judge
+
+    asked = {k for judge in judges.values() if isinstance(judge, Judge) for k in judge.score_keys}
+    empty = [r for r in rubrics if settings.key(r) in asked and settings.key(r) not in given]
+    if empty:
+        key = settings.key(empty[0])
+        model = f" ({judge_model})" if judge_model else ""
+        raise JobFailedError(
+            f"0 parseable verdicts: the judge{model} was asked for {key} on {n} items and not one reply held a "
+            f"valid score (each was malformed or its call failed; see the warnings above), so no agreement can "
+            f"be measured; fix: ask a judge model that follows the rubric's JSON format, or turn on "
+            f"judge.structured_output=true where its endpoint supports response_format")
+
+
 def calibrate(labels: LabelSet, judges: Mapping[str, Any], settings: Settings, *, judge_model: str | None = None,
               cache: Any = None, progress: Callable[[int, int], None] | None = None) -> Calibration:
     """Judge every item, then agreement per rubric and the probes (each a metric with its CI)."""
     if not judges:
         raise ConfigError("no judge to calibrate; fix: choose one, e.g. judge=llm or judge=[llm,reference_free]")
+    labels.check_scale(settings.scale, settings.max_score)  # a label off the scale could never agree
     scorer = make_scorer(judges, cache)
     items = labels.items
     done = [0]
@@ -165,6 +185,7 @@ def calibrate(labels: LabelSet, judges: Mapping[str, Any], settings: Settings, *
         base = list(pool.map(first, items))
     rubrics = labels.rubrics
     given = {k for scores in base if scores for k in scores}
+    _no_verdict(rubrics, given, judges, settings, len(items), judge_model)
     missing = [r for r in rubrics if settings.key(r) not in given and any(s is not None for s in base)]
     if missing:
         raise ConfigError(f"labels file {labels.path} labels rubric {missing[0]!r}, but no chosen judge gives "

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
-from ragbench.judge.asking import Tally, ask, esc, load_prompts, references, str_list, verdict_list
+from ragbench.judge.asking import Tally, ask, esc, load_prompts, references
+from ragbench.judge.parsing import claims_parser, verdicts_parser
 from ragbench.judge.reference_free import PROMPT_KIND, VARIABLES, numbered_claims
 from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context, Level, Query
@@ -53,6 +54,9 @@ METRICS = {
     f"{PREFIX}/context_utilisation": MetricInfo(
         "|G in passages and in answer| / |G in passages|", f"{_RC} context utilisation"),
 }
+
+# every claim key rests on the same chain of asks: its failure key is the judge's (judge/claims/judge_failed)
+FAILED_BY = {f"{PREFIX}/{k}": f"{PREFIX}/judge_failed" for k in KEYS}
 
 
 def claim_metrics(answer_in_gold: Sequence[int] | None, answer_in_context: Sequence[int] | None,
@@ -112,8 +116,7 @@ class ClaimJudge:
         self.client = LLMClient(model=model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
                                 max_tokens=max_tokens, timeout=timeout, num_retries=num_retries, backoff_s=backoff_s,
                                 max_concurrency=max_concurrency, max_reply_chars=max_reply_chars,
-                                max_consecutive_failures=max_consecutive_failures, role="judge",
-                                cache_replies=False)  # verdicts are stage records (ragbench.cases)
+                                max_consecutive_failures=max_consecutive_failures, role="judge")
 
     @property
     def score_keys(self) -> tuple[str, ...]:
@@ -152,14 +155,14 @@ class ClaimJudge:
 
     def _claims(self, query: Query, text: str, tally: Tally) -> list[str] | None:
         messages = self.prompt_set.messages("claims", question=esc(query.text), answer=esc(text))
-        return ask(self.client, messages, str_list("claims"), tally, what="claims", parse_retries=self.parse_retries)
+        return ask(self.client, messages, claims_parser("claims"), tally, what="claims", parse_retries=self.parse_retries)
 
     def _check(self, claims: list[str] | None, against: Sequence[Context], tally: Tally) -> list[int] | None:
         if not claims:
             return None
         messages = self.prompt_set.messages("claim_check", references=references(against),
                                             claims=numbered_claims(claims))
-        return ask(self.client, messages, verdict_list(len(claims)), tally, what="claim check",
+        return ask(self.client, messages, verdicts_parser(len(claims)), tally, what="claim check",
                    parse_retries=self.parse_retries)
 
     def judge_notes(self, query: Query, contexts: Sequence[Context],

@@ -23,7 +23,7 @@ from typing import Any
 
 from ragbench.evidence import EvidenceMap
 from ragbench.judge.ir import retrieval_metrics
-from ragbench.judge.retrieval import IR_METRICS
+from ragbench.judge.retrieval import IR_METRICS, MRR_DEPTH
 from ragbench.metric_info import MetricInfo, Rank
 from ragbench.types import ChunkTree, Hit, Query
 
@@ -37,11 +37,17 @@ _DOC = "; the top-k hits' documents, each at its first hit, against the evidence
 METRICS: dict[str, MetricInfo] = {
     **{f"{PREFIX}{m}_at_<k>": MetricInfo(d + _DOC, f"trec_eval (pytrec_eval) {src}; BEIR", kind="diagnostic")
        for m, (d, src) in IR_METRICS.items()},
-    f"{PREFIX}mrr": MetricInfo("1 / rank of the first relevant document in the top-k" + _DOC,
-                               "trec_eval (pytrec_eval) recip_rank; BEIR", kind="diagnostic"),
     SELF_HIT: MetricInfo("1 when the question's own id was retrieved and removed before ranking (its mean: the share "
                          "of questions that retrieved themselves)", "BEIR ignore_identical_ids", kind="diagnostic"),
 }
+# MRR has one value per ranking, at a cut-off in its name (retrieval/doc/mrr_at_10, as retrieval/mrr_at_10):
+# the documents of the first MRR_DEPTH hits, whatever the top-k, so the jobs of a top-k sweep that rank the
+# same hits show one MRR (the retired retrieval/doc/mrr read as deep as the job scored: max(10, top-k) hits)
+DOC_MRR_KEY = f"{PREFIX}mrr_at_{MRR_DEPTH}"
+METRICS[f"{PREFIX}mrr_at_<k>"] = MetricInfo(
+    f"1 / rank of the first relevant document within k; mrr_at_{MRR_DEPTH} reads the documents of the first "
+    f"{MRR_DEPTH} hits whatever the top-k, the others the first k documents" + _DOC,
+    "trec_eval (pytrec_eval) recip_rank on the first k documents; BEIR MRR@k", kind="diagnostic")
 # the published tables' figure leads a per-document sweep: nDCG@10, else nDCG at the job's top-k
 METRICS[f"{PREFIX}ndcg_at_<k>"] = MetricInfo(
     METRICS[f"{PREFIX}ndcg_at_<k>"].definition, METRICS[f"{PREFIX}ndcg_at_<k>"].source, kind="diagnostic",
@@ -77,13 +83,16 @@ def document_qrels(query: Query, emap: EvidenceMap, tree: ChunkTree) -> dict[str
 
 def document_scores(ranked_doc_ids: Sequence[str], qrels: Mapping[str, int], ks: Sequence[int],
                     ignore: Sequence[str] | None = None) -> dict[str, float]:
-    """``retrieval/doc/<m>_at_k`` and ``retrieval/doc/mrr`` of a hit list's documents (trec_eval semantics,
-    ``judge.ir.retrieval_metrics``); with ``ignore`` (BEIR's identical ids) also ``SELF_HIT``. None without
-    qrels."""
+    """``retrieval/doc/<m>_at_k`` of a hit list's documents (trec_eval semantics,
+    ``judge.ir.retrieval_metrics``) and ``DOC_MRR_KEY``, the MRR of the documents of the first
+    ``MRR_DEPTH`` hits (never an uncut MRR); with ``ignore`` (BEIR's identical ids) also ``SELF_HIT``. None
+    without qrels."""
     if not qrels:
         return {}
     ranking = document_ranking(ranked_doc_ids, ignore or ())
-    out = {f"{PREFIX}{k}": v for k, v in retrieval_metrics(ranking, qrels, ks).items()}
+    out = {f"{PREFIX}{k}": v for k, v in retrieval_metrics(ranking, qrels, ks).items() if k != "mrr"}
+    head = document_ranking(ranked_doc_ids[:MRR_DEPTH], ignore or ())
+    out[DOC_MRR_KEY] = retrieval_metrics(head, qrels, [MRR_DEPTH])[f"mrr_at_{MRR_DEPTH}"]
     if ignore is not None:
         out[SELF_HIT] = 1.0 if any(d in set(ignore) for d in ranked_doc_ids) else 0.0
     return out

@@ -6,10 +6,12 @@ One JSON object per line::
      "gold": ["reference answer"], "question_type": "factual", "generator": "openai/gpt-4o",
      "labels": {"faithfulness": 1, "correctness": 0}}
 
-``id`` defaults to ``line-<n>``, ``gold`` and ``contexts`` to none, ``question_type`` to ``unknown``;
-``generator`` (the model that wrote the answer) feeds the self-preference probe. A label is an integer:
-0/1 (the default ``scale=binary``: fail/pass) or a score of the rubric's own scale (``scale=rubric``).
-Every mistake is one line naming the file, the line and the fix.
+``id`` is given on every line or on none (then line n is ``line-<n>``: a file mixing both is refused, since a
+generated id could equal a written one); ``gold`` and ``contexts`` default to none, ``question_type`` to
+``unknown``; ``generator`` (the model that wrote the answer) feeds the self-preference probe. A label is an
+integer: 0/1 (the default ``scale=binary``: fail/pass) or a score 0..``max_score`` of the rubric's own scale
+(``scale=rubric``); ``LabelSet.check_scale`` refuses any other. Every mistake is one line naming the file,
+the line and the fix.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class LabelledItem:
     labels: Mapping[str, int]
     answerable: bool = True
     meta: Mapping[str, Any] = field(default_factory=dict)
+    line: int = 0  # the item's line in its labels file (0: not read from a file)
 
     def query(self) -> Query:
         """The item as the ``Query`` a judge takes."""
@@ -83,6 +86,20 @@ class LabelSet:
     def rubrics(self) -> tuple[str, ...]:
         """Every rubric some item has a label for, sorted."""
         return tuple(sorted({r for item in self.items for r in item.labels}))
+
+    def check_scale(self, scale: str, max_score: int) -> None:
+        """A LabelsError naming the first label outside the scale (``binary``: 0 or 1; ``rubric``:
+        0..``max_score``): such a label can never agree with a verdict, so it would only lower the
+        accuracy and kappa."""
+        allowed = range(2) if scale == "binary" else range(max_score + 1)
+        said = "0 or 1" if scale == "binary" else f"0 to {max_score}"
+        fix = ("correct the label, or set scale=rubric (and max_score) if the labels are rubric scores"
+               if scale == "binary" else "correct the label, or set max_score to the rubrics' top score")
+        for item in self.items:
+            for rubric, label in item.labels.items():
+                if label not in allowed:
+                    raise _bad(Path(self.path), item.line, f"labels.{rubric} is {label}, but scale={scale} "
+                                                           f"allows {said}", fix=fix)
 
 
 def _bad(path: Path, line: int, message: str, fix: str = FORMAT_HELP) -> LabelsError:
@@ -142,8 +159,11 @@ def parse_item(data: Any, path: Path, line: int) -> LabelledItem:
     meta = data.get("meta") or {}
     if not isinstance(meta, dict):
         raise _bad(path, line, "'meta' must be an object")
+    given = data.get("id")
+    if given not in (None, "") and (isinstance(given, bool) or not isinstance(given, str | int)):
+        raise _bad(path, line, f"'id' must be a string or an integer, got {json.dumps(given)[:40]}")
     return LabelledItem(
-        item_id=str(data.get("id") or f"line-{line}"),
+        item_id=f"line-{line}" if given in (None, "") else str(given),
         question=str(_text(data.get("question"), path, line, "question")),
         answer=str(_text(data.get("answer"), path, line, "answer")),
         contexts=_contexts(data.get("contexts"), path, line),
@@ -153,6 +173,7 @@ def parse_item(data: Any, path: Path, line: int) -> LabelledItem:
         labels=_labels(data.get("labels"), path, line),
         answerable=answerable,
         meta=meta,
+        line=line,
     )
 
 
@@ -168,7 +189,7 @@ def load_labels(path: str | Path) -> LabelSet:
     except UnicodeDecodeError as exc:
         raise LabelsError(f"labels file {p} is not UTF-8 text (byte {exc.start}); fix: save it as UTF-8") from None
     items: list[LabelledItem] = []
-    seen: dict[str, int] = {}
+    written: list[int] = []  # lines that give their own id
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -177,12 +198,22 @@ def load_labels(path: str | Path) -> LabelSet:
         except json.JSONDecodeError as exc:
             raise _bad(p, n, f"not JSON ({exc.msg} at column {exc.colno})") from None
         item = parse_item(data, p, n)
-        if item.item_id in seen:
-            raise _bad(p, n, f"id {item.item_id!r} also on line {seen[item.item_id]}", fix="give every item its own id")
-        seen[item.item_id] = n
+        if data.get("id") not in (None, ""):
+            written.append(n)
         items.append(item)
     if not items:
         raise LabelsError(f"labels file {p} holds no item; fix: one JSON object per line ({FORMAT_HELP})")
+    if written and len(written) < len(items):  # before the repeats: a generated id may repeat a written one
+        first = min(set(i.line for i in items) - set(written))
+        raise _bad(p, first, f"no 'id' here, while {len(written)} of the {len(items)} lines give one (first: "
+                             f"line {written[0]}); a generated id (line-<n>) could equal one written",
+                   fix="give every line its own id, or remove them all (then each is line-<n>)")
+    seen: dict[str, int] = {}
+    for item in items:
+        if item.item_id in seen:
+            raise _bad(p, item.line, f"id {item.item_id!r} also on line {seen[item.item_id]}",
+                       fix="give every item its own id")
+        seen[item.item_id] = item.line
     return LabelSet(path=str(p), sha256=hashlib.sha256(raw).hexdigest(), items=tuple(items))
 
 

@@ -5,14 +5,19 @@ Per case it returns (scores normalised to 0-1 except ``judge/score``, which keep
 ``judge/relevance``; ``judge/judge_failed`` (1 when some metric got no parsable verdict -- that
 metric's key is then absent); with ``repeats`` > 1 ``judge/spread`` (max - min accuracy score over the
 repeats) and ``judge/flip`` (1 when the repeats fall on both sides of ``pass_threshold``); and the
-judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd`` (its replies are not cached by
-its client: the case runner caches the verdict, once).
+judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd``. Every reply is kept in
+the reply cache, an unparseable one too (it was paid for): read again, it counts as failed again.
+
+``structured_output`` asks the endpoint for the verdict's JSON schema (``response_format``, which
+llama.cpp's server, vLLM, Ollama and OpenAI honour): None (default) asks a self-hosted endpoint (one
+named by ``api_base``) and not a provider's default one; the run's param ``judge/structured_output``
+says ``json_schema`` or ``off``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
@@ -60,7 +65,13 @@ class LLMJudge:
         generator_model: str | None = None,
         batch: bool | None = None,
         batch_poll_s: float = 30.0,
+        batch_max_wait_s: float = 24 * 3600.0,
+        structured_output: bool | None = None,
     ) -> None:
+        if structured_output is not None and not isinstance(structured_output, bool):
+            raise ConfigError(f"judge.structured_output must be true, false or null (on for an api_base), "
+                              f"got {structured_output!r}")
+        self.structured = bool(api_base) if structured_output is None else structured_output
         unknown = sorted(set(metrics) - set(METRICS))
         if unknown or not metrics:
             raise ConfigError(
@@ -90,7 +101,8 @@ class LLMJudge:
         self.identity = (
             f"llm-judge:{model}(rubrics={self.rubrics.hash},metrics={','.join(self.metrics)},"
             f"repeats={repeats},temperature={temperature},max_tokens={max_tokens},"
-            f"pass_threshold={pass_threshold},dataset={dataset})"
+            f"pass_threshold={pass_threshold},dataset={dataset}"
+            f"{',structured_output=json_schema' if self.structured else ''})"
         )
         self.client = LLMClient(
             model=model,
@@ -105,15 +117,17 @@ class LLMJudge:
             max_reply_chars=max_reply_chars,
             max_consecutive_failures=max_consecutive_failures,
             role="judge",
-            cache_replies=False,  # verdicts are stage records (ragbench.cases): not cached twice
             batch=batch,  # judge.batch: the job's uncached verdict requests as provider batches (ragbench.llm.batch)
             batch_poll_s=batch_poll_s,
+            batch_max_wait_s=batch_max_wait_s,
         )
 
     def log_params(self) -> dict[str, Any]:
         """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):
-        the rubric file and its content hash."""
-        return {"judge/rubrics_file": self.rubrics.path, "judge/rubrics_hash": self.rubrics.hash}
+        the rubric file and its content hash, and whether the verdicts' output was constrained
+        (``json_schema``: asked with ``response_format``; ``off``)."""
+        return {"judge/rubrics_file": self.rubrics.path, "judge/rubrics_hash": self.rubrics.hash,
+                "judge/structured_output": "json_schema" if self.structured else "off"}
 
     def log_tags(self) -> dict[str, str]:
         """MLflow run tags (ragbench.protocols.LoggedTags; no cache key): the judge's model, and whether it is
@@ -121,8 +135,12 @@ class LLMJudge:
         return {"judge.same_model": str(self.same_model).lower(), "judge.model": self.model}
 
     def preflight(self) -> None:
-        """One tiny request before the case loop (see ``LLMClient.preflight``)."""
+        """One tiny request before the case loop (see ``LLMClient.preflight``); with structured output,
+        a provider litellm sends no ``response_format`` to is one line here."""
         self.client.preflight()
+        if self.structured and not self.client.supports_response_format():
+            raise ConfigError(f"judge.structured_output=true: litellm sends no response_format to "
+                              f"judge.model={self.model!r}; fix: set judge.structured_output=false")
 
     @property
     def score_keys(self) -> tuple[str, ...]:
@@ -135,9 +153,15 @@ class LLMJudge:
             return self.rubrics.accuracy_for(self.dataset)
         return self.rubrics.rubrics[metric]
 
-    def _parses(self, metric: str) -> Callable[[str], bool]:
-        allowed = self._rubric(metric).scores
-        return lambda text: parse_verdict(text, allowed).score is not None
+    def response_format(self, metric: str) -> dict[str, Any] | None:
+        """The verdict's JSON schema as an OpenAI ``response_format`` (None without structured output)."""
+        if not self.structured:
+            return None
+        scores = sorted(self._rubric(metric).scores)
+        properties = {"score": {"type": "integer", "enum": scores}, "reasoning": {"type": "string"}}
+        schema = {"type": "object", "additionalProperties": False, "required": ["score", "reasoning"],
+                  "properties": properties}
+        return {"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": schema}}
 
     def _gold(self, query: Query) -> str:
         if not query.answerable:
@@ -171,7 +195,8 @@ class LLMJudge:
             refused: dict[str, float] = {f"judge/{m}": 1.0 for m in self.metrics}
             if "accuracy" in self.metrics:
                 refused["judge/score"] = MAX_SCORE
-            refused.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage})
+            refused.update({"judge/judge_failed": 0.0, "judge/heuristic_refusal": 1.0, **usage,
+                            **{f"judge/{m}/judge_failed": 0.0 for m in self.metrics}})
             return refused, {m: {"rubric": HEURISTIC_REFUSAL, "reasoning": []} for m in self.metrics}
         out: dict[str, float] = {"judge/heuristic_refusal": 0.0}
         notes: dict[str, Any] = {}
@@ -180,23 +205,17 @@ class LLMJudge:
         asked = {m: self.rubrics.messages(self._rubric(m), question=query.text, gold=gold, answer=answer.text,
                                           contexts=contexts) for m in self.metrics}
         # batch rounds (judge.batch): every metric's and repeat's request joins the same batch
-        self.client.gather([(asked[m], {"repeat": r}, self._parses(m)) for m in self.metrics
+        self.client.gather([(asked[m], {"repeat": r}, None, self.response_format(m)) for m in self.metrics
                             for r in range(self.repeats)])
         for metric in self.metrics:
             rubric = self._rubric(metric)
             messages = asked[metric]
             scores: list[float] = []
             notes[metric] = {"rubric": rubric.name, "reasoning": []}
-
-            def parses(text: str, allowed: Sequence[int] = rubric.scores) -> bool:
-                return parse_verdict(text, allowed).score is not None
-
             for repeat in range(self.repeats):
-                reply = self.client.complete(
-                    messages,
-                    key_extra={"repeat": repeat},
-                    cache_if=parses,
-                )
+                # an unparseable reply is cached too (paid for) and counted as failed each time it is read
+                reply = self.client.complete(messages, key_extra={"repeat": repeat},
+                                             response_format=self.response_format(metric))
                 usage["judge/prompt_tokens"] += reply.usage.prompt_tokens
                 usage["judge/completion_tokens"] += reply.usage.completion_tokens
                 usage["judge/cost_usd"] += reply.usage.cost_usd
@@ -213,6 +232,7 @@ class LLMJudge:
                     )
                 else:
                     scores.append(verdict.score)
+            out[f"judge/{metric}/judge_failed"] = float(not scores)  # per rubric: its coverage
             if not scores:
                 failed = True
                 continue

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
-from ragbench.judge.asking import Tally, ask, esc, int_in, load_prompts, references, str_list, verdict_list
+from ragbench.judge.asking import Tally, ask, esc, load_prompts, references
+from ragbench.judge.parsing import claims_parser, score_parser, verdicts_parser
 from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context, Query
 
@@ -52,6 +53,17 @@ METRICS = {
         "TruLens answer relevance (LLM rating of the response against the prompt)",
         "RAGAS answer relevancy instead embeds questions generated from the answer; ragbench needs no embedder"),
 }
+
+
+# per metric group, 1 when none of its replies parsed after the retries (its keys are then absent)
+FAILED = {f"{PREFIX}/{group}/judge_failed": MetricInfo(
+    f"1 when the {group.replace('_', ' ')} replies of the case did not parse after judges.reference_free."
+    "parse_retries (its keys are then absent)", "ragbench", higher_is_better=False, kind="diagnostic")
+    for group in GROUPS}
+# each score's failure key: 1 - its job mean is the score's coverage (ragbench.judge.aggregate.coverage)
+FAILED_BY = {**{k: f"{PREFIX}/context_relevance/judge_failed" for k in METRICS if "/context_" in k},
+             f"{PREFIX}/faithfulness": f"{PREFIX}/faithfulness/judge_failed",
+             f"{PREFIX}/answer_relevance": f"{PREFIX}/answer_relevance/judge_failed"}
 
 
 def relevance_scores(levels: Sequence[int]) -> dict[str, float]:
@@ -117,8 +129,7 @@ class ReferenceFreeJudge:
         self.client = LLMClient(model=model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
                                 max_tokens=max_tokens, timeout=timeout, num_retries=num_retries, backoff_s=backoff_s,
                                 max_concurrency=max_concurrency, max_reply_chars=max_reply_chars,
-                                max_consecutive_failures=max_consecutive_failures, role="judge",
-                                cache_replies=False)  # verdicts are stage records (ragbench.cases)
+                                max_consecutive_failures=max_consecutive_failures, role="judge")
 
     @property
     def score_keys(self) -> tuple[str, ...]:
@@ -160,26 +171,29 @@ class ReferenceFreeJudge:
         opts = {"parse_retries": self.parse_retries}
         if "context_relevance" in self.metrics and contexts:
             levels = [ask(self.client, p.messages("context_relevance", question=esc(query.text), passage=esc(c.text)),
-                          int_in((0, 1, 2)), tally, what="context relevance", **opts) for c in contexts]
+                          score_parser((0, 1, 2)), tally, what="context relevance", **opts) for c in contexts]
             notes["context_relevance"] = {"levels": levels}
             if all(level is not None for level in levels):
                 out.update(relevance_scores([int(level) for level in levels if level is not None]))
+            out[f"{PREFIX}/context_relevance/judge_failed"] = float(f"{PREFIX}/context_relevance" not in out)
         if "faithfulness" in self.metrics:
             claims = ask(self.client, p.messages("claims", question=esc(query.text), answer=esc(answer.text)),
-                         str_list("claims"), tally, what="claims", **opts)
+                         claims_parser("claims"), tally, what="claims", **opts)
             verdicts: list[int] | None = []
             if claims:
                 verdicts = ask(self.client, p.messages("claim_check", references=references(contexts),
                                                        claims=numbered_claims(claims)),
-                               verdict_list(len(claims)), tally, what="claim check", **opts)
+                               verdicts_parser(len(claims)), tally, what="claim check", **opts)
             notes["faithfulness"] = {"claims": claims, "verdicts": verdicts}
             if claims is not None and verdicts is not None:
                 out[f"{PREFIX}/faithfulness"] = sum(verdicts) / len(claims) if claims else 1.0
+            out[f"{PREFIX}/faithfulness/judge_failed"] = float(f"{PREFIX}/faithfulness" not in out)
         if "answer_relevance" in self.metrics:
             score = ask(self.client, p.messages("answer_relevance", question=esc(query.text), answer=esc(answer.text)),
-                        int_in(range(5)), tally, what="answer relevance", **opts)
+                        score_parser(range(5)), tally, what="answer relevance", **opts)
             notes["answer_relevance"] = {"score": score}
             if score is not None:
                 out[f"{PREFIX}/answer_relevance"] = score / 4
+            out[f"{PREFIX}/answer_relevance/judge_failed"] = float(score is None)
         out.update(tally.scores())
         return out, notes

@@ -1,18 +1,18 @@
 """Judge rubric files (conf/prompt/judge/*.yaml) and the parsing of a judge's reply into a score.
 
-A reply is read as JSON ``{"score", "reasoning"}`` (also inside a code fence or surrounding prose),
-then as a ``score: N`` / ``"score": N`` pattern, then as a bare number (``3`` or ``3/4``). Unlike the
-OpenViking grader we do not take *any* 0-4 integer found in the text: "the answer names 2 dates" is
-not a score of 2, so such a reply counts as a failed judgment instead of a wrong number.
+A reply is read by ``ragbench.judge.parsing.parse_score``: JSON ``{"score", "reasoning"}`` (also inside a
+code fence or surrounding prose), then a labelled ``score: N`` / ``Verdict: yes``, then a lone number (``3``
+or ``3/4``). Unlike the OpenViking grader we do not take *any* 0-4 integer found in the text: "the answer
+names 2 dates" is not a score of 2, so such a reply counts as a failed judgment instead of a wrong number.
+``Rubric.schema`` is the verdict's JSON schema, for structured output and constrained decoding.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ragbench.errors import ConfigError
 from ragbench.generate.prompts import (
@@ -25,6 +25,7 @@ from ragbench.generate.prompts import (
     require_str,
     resolve_prompt_file,
 )
+from ragbench.judge.parsing import parse_score, score_schema
 from ragbench.metric_info import Column, MetricInfo
 from ragbench.types import Context
 
@@ -56,11 +57,16 @@ METRICS = {
                                  higher_is_better=False, kind="diagnostic"),
 }
 
+# per rubric, 1 when none of its repeats' replies gave a valid score (the rubric's keys are then absent)
+for _m in ("accuracy", "correctness", "faithfulness", "relevance"):
+    METRICS[f"judge/{_m}/judge_failed"] = MetricInfo(
+        f"1 when no reply to the {_m} rubric held a valid score (judge/{_m} is then absent)", "ragbench",
+        higher_is_better=False, kind="diagnostic")
+# each score's failure key: 1 - its job mean is the score's coverage (ragbench.judge.aggregate.coverage)
+FAILED_BY = {"judge/score": "judge/accuracy/judge_failed",
+             **{f"judge/{m}": f"judge/{m}/judge_failed" for m in ("accuracy", "correctness", "faithfulness",
+                                                                   "relevance")}}
 RUBRIC_VARIABLES = ("question", "gold", "answer", "references")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
-_LABELLED = re.compile(r"""["']?\bscore\b["']?\s*(?:[:=]|is)\s*["']?(-?\d+(?:\.\d+)?)""", re.IGNORECASE)
-_BARE = re.compile(r"^\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*4)?\s*\**\s*\.?\s*$")
 _REFERENCE = string.Template('<reference id="ref_$n" title="$title">\n$text\n</reference>')
 
 
@@ -81,38 +87,20 @@ class Rubric:
     scores: tuple[int, ...]
     template: string.Template
 
-
-def _as_score(value: object, allowed: Sequence[int]) -> float | None:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    if not number.is_integer() or int(number) not in allowed:
-        return None
-    return number
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of this rubric's verdict (``{"score": <one of scores>, "reasoning": "..."}``): what
+        structured output (``response_format``) and constrained decoding ask the judge model for."""
+        return score_schema(self.scores)
 
 
 def parse_verdict(text: str, allowed: Sequence[int]) -> Verdict:
-    """The score in a judge reply (JSON first, then regex fallbacks); ``how='failed'`` when none is valid."""
-    candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
-    candidates += [m.group(0) for m in _OBJECT.finditer(text)]
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(data, dict) and "score" in data:
-            score = _as_score(data["score"], allowed)
-            return Verdict(score, str(data.get("reasoning", "")), "json" if score is not None else "failed")
-    match = _LABELLED.search(text)
-    if match:
-        score = _as_score(match.group(1), allowed)
-        return Verdict(score, text.strip(), "labelled" if score is not None else "failed")
-    match = _BARE.match(text)
-    if match:
-        score = _as_score(match.group(1), allowed)
-        return Verdict(score, "", "bare" if score is not None else "failed")
-    return Verdict(None, text.strip(), "failed")
+    """The score in a judge reply (``ragbench.judge.parsing.parse_score``: JSON first, then labelled
+    fallbacks, then a lone value); ``how='failed'`` when none is valid or the reply is ambiguous."""
+    parsed = parse_score(text, allowed)
+    if parsed.value is None:
+        return Verdict(None, text.strip(), "failed")
+    return Verdict(float(parsed.value), parsed.text, parsed.how)
 
 
 @dataclass(frozen=True)

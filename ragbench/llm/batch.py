@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +36,8 @@ from ragbench import interrupts
 from ragbench.budget import LEDGER
 from ragbench.cache.store import StageCache, make_key
 from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
+from ragbench.llm.deadline import DeadlinePassed, within
+from ragbench.llm.local import is_local
 from ragbench.llm.usage import max_cost_usd
 from ragbench.redact import mask_secrets
 from ragbench.types import Usage
@@ -51,6 +54,8 @@ FAILED = {"failed", "expired", "cancelled", "cancelling"}
 LOG_EVERY_S = 60.0  # a poll is logged when the batch's state changes, else at most this often
 MAX_ROUNDS = 50  # a case that still defers after this many rounds is a loop, not a chain of requests
 MAX_POLL_ERRORS = 5  # polls failing in a row (the provider unreachable) before the run gives up (resumable)
+MAX_WAIT_S = 24 * 3600.0  # <role>.batch_max_wait_s: how long one run polls a batch (the provider's window)
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]{1,200})"')  # in a line that is not valid JSON
 T = TypeVar("T")
 
 
@@ -106,8 +111,12 @@ class BatchRunner:
     """Sends a set of chat requests as one batch of ``model``'s provider and returns the replies."""
 
     def __init__(self, *, model: str, role: str = "llm", api_base: str | None = None, api_key: str | None = None,
-                 store: StageCache | None = None, poll_s: float = 10.0, max_wait_s: float = 24 * 3600.0,
-                 max_tokens: int | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 store: StageCache | None = None, poll_s: float = 10.0, max_wait_s: float = MAX_WAIT_S,
+                 max_tokens: int | None = None, sleep: Callable[[float], None] = time.sleep,
+                 timeout: float = 60.0) -> None:
+        """``timeout``: a deadline for each poll request (``<role>.timeout``, the whole request);
+        ``max_wait_s``: how long one run polls a batch before it gives up, resumable
+        (``<role>.batch_max_wait_s``)."""
         self.model = model
         self.role = role
         self.provider = check_provider(model, role)
@@ -116,6 +125,7 @@ class BatchRunner:
         self.store = store
         self.poll_s = poll_s
         self.max_wait_s = max_wait_s
+        self.timeout = timeout
         self.max_tokens = max_tokens
         self.sleep = sleep
         self.batch_id: str | None = None
@@ -134,8 +144,11 @@ class BatchRunner:
         return make_key({"stage": STAGE, "model": self.model, "api_base": self.api_base, "endpoint": ENDPOINT,
                          "requests": {cid: dict(b) for cid, b in sorted(bodies.items())}})
 
-    def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, BatchReply]:
-        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``}).
+    def run(self, bodies: Mapping[str, Mapping[str, Any]],
+            keep: Callable[[str, BatchReply], None] | None = None) -> dict[str, BatchReply]:
+        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``}). ``keep``
+        is for runners whose replies arrive one part at a time (a local model's); a provider batch's
+        arrive together and the caller keeps them.
 
         A new batch is reserved against the budget before it is submitted (its maximum cost at the batch
         price, one call per request); requests past ``budget.max_calls`` are not sent (their replies carry
@@ -189,7 +202,17 @@ class BatchRunner:
             else:
                 out[cid] = BatchReply(None, Usage(), "no result line for this request in the batch output",
                                       batch_id=self.batch_id)
+        failed = sum(out[cid].text is None for cid in sent)
+        if failed:
+            self._forget(key, f"completed, {failed} of {len(sent)} requests without a reply")
         return out
+
+    def _forget(self, key: str, status: str) -> None:
+        """Unrecords the batch of ``key``: a rerun does not resume it but submits what has no reply yet
+        (the replies it brought are in the reply cache, so only the failed requests go, in a new batch)."""
+        if self.store is not None:
+            self.store.put_record(STAGE, key, {"stage": STAGE, "model": self.model},
+                                  {"failed_batch_id": self.batch_id, "status": status})
 
     def _recorded(self, key: str) -> str | None:
         """The id of the batch an earlier run submitted for this request set (kept in the stage cache)."""
@@ -242,15 +265,20 @@ class BatchRunner:
         errors = 0
         while True:
             interrupts.check()  # a safe point: the batch id is kept, a rerun polls it
-            try:
-                batch = lib.retrieve_batch(batch_id=self.batch_id, **self._kwargs())
+            try:  # each poll is one request under a deadline (a provider trickling its reply cannot hold it)
+                batch = within(self.timeout, lambda: lib.retrieve_batch(batch_id=self.batch_id, **self._kwargs()),
+                               name=f"ragbench-{self.role}-batch-poll")
                 errors = 0
             except Exception as exc:  # noqa: BLE001 - the provider unreachable for a moment: poll again
                 errors += 1
+                what = (f"no complete reply within {self.role}.timeout={self.timeout:g}s"
+                        if isinstance(exc, DeadlinePassed) else f"{type(exc).__name__}: {self._detail(exc)}")
                 if errors >= MAX_POLL_ERRORS:
                     raise LLMError(f"{self.role} batch {self.batch_id}: {errors} polls failed in a row "
-                                   f"({type(exc).__name__}: {self._detail(exc)}); fix: rerun when the provider "
-                                   f"answers: the batch id is kept, the rerun polls it") from None
+                                   f"({what}); fix: rerun when the provider answers: the batch id is kept, "
+                                   "the rerun polls it") from None
+                if time.monotonic() - start > self.max_wait_s:
+                    raise self._too_long("unanswered") from None
                 self.sleep(self.poll_s)
                 continue
             counts = getattr(batch, "request_counts", None)
@@ -263,29 +291,64 @@ class BatchRunner:
             if batch.status in DONE:
                 return batch
             if batch.status in FAILED:
-                if self.store is not None:  # forgotten: the next run submits the requests again
-                    self.store.put_record(STAGE, key, {"stage": STAGE, "model": self.model},
-                                          {"failed_batch_id": self.batch_id, "status": batch.status})
+                self._forget(key, batch.status)  # the next run submits the requests again
                 raise LLMError(f"{self.role} batch {self.batch_id} of {self.model!r} ended {batch.status}: "
                                f"{getattr(batch, 'errors', None)}; fix: rerun (a new batch is submitted) or set "
                                f"{self.role}.batch=false")
             if now - start > self.max_wait_s:
-                raise LLMError(f"{self.role} batch {self.batch_id} is still {batch.status} after "
-                               f"{self.max_wait_s:g} s; fix: rerun later: the batch id is kept, the rerun polls it")
+                raise self._too_long(str(batch.status))
             self.sleep(self.poll_s)
 
+    def _too_long(self, status: str) -> LLMError:
+        return LLMError(f"{self.role} batch {self.batch_id} is still {status} after {self.role}.batch_max_wait_s="
+                        f"{self.max_wait_s:g} s; fix: rerun later (the batch id is kept, the rerun polls it) or "
+                        f"raise {self.role}.batch_max_wait_s")
+
     def _results(self, lib: Any, batch: Any) -> dict[str, BatchReply]:
+        """{custom id: reply} from the batch's output and error files. A line that cannot be read fails
+        only its own request (found by its custom id where the line still shows it; a request with no
+        readable line gets "no result line"), never the whole batch."""
         out: dict[str, BatchReply] = {}
+        unreadable = 0
         for file_id in (batch.output_file_id, getattr(batch, "error_file_id", None)):
             if not file_id:
                 continue
             content = lib.file_content(file_id=file_id, **self._kwargs())
             raw = content.content if hasattr(content, "content") else content
-            for line in (raw.decode() if isinstance(raw, bytes) else str(raw)).splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    out[row["custom_id"]] = self._reply(row)
+            text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
+            for n, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                cid, reply = self._line(line)
+                if cid is None:
+                    unreadable += 1
+                    log.warning("%s: batch %s file %s line %d is unreadable and names no request: %.120r",
+                                self.role, self.batch_id, file_id, n, line)
+                elif reply.text is not None or cid not in out:  # a reply beats an error line for it
+                    out[cid] = reply
+        if unreadable:
+            log.warning("%s: batch %s: %d unreadable result lines; their requests fail (a rerun sends them "
+                        "again in a new batch)", self.role, self.batch_id, unreadable)
         return out
+
+    def _line(self, line: str) -> tuple[str | None, BatchReply]:
+        """(custom id, reply) of one result line; a malformed line is a failed reply of the request whose
+        custom id it shows, or (None, ...) when it shows none."""
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError; brackets nested too deep
+            match = _CUSTOM_ID.search(line)
+            why = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+            failed = BatchReply(None, Usage(), f"malformed result line ({why})")
+            return (match.group(1) if match else None), failed
+        cid = row.get("custom_id") if isinstance(row, dict) else None
+        if not isinstance(cid, str):
+            return None, BatchReply(None, Usage(), "result line without a custom_id")
+        try:
+            return cid, self._reply(row)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
+            why = f"malformed result line ({type(exc).__name__}: {exc})"[:200]
+            return cid, BatchReply(None, Usage(), why)
 
     def _reply(self, row: Mapping[str, Any]) -> BatchReply:
         response = row.get("response") or {}
@@ -297,7 +360,8 @@ class BatchRunner:
         choices = body.get("choices") or [{}]
         text = (choices[0].get("message") or {}).get("content")
         return BatchReply(text if isinstance(text, str) else None,
-                          Usage(prompt_tokens=p, completion_tokens=c, cost_usd=batch_cost(self.model, p, c)))
+                          Usage(prompt_tokens=p, completion_tokens=c, cost_usd=batch_cost(self.model, p, c)),
+                          None if isinstance(text, str) else "the result line has no reply text")
 
 
 # ---------------------------------------------------------------------------------------------- a job's rounds
@@ -348,6 +412,11 @@ class Batching:
             self._taken.add(custom_id)
             return reply, first
 
+    def peek(self, custom_id: str) -> BatchReply | None:
+        """The reply a round brought for a request, without taking it."""
+        with self._lock:
+            return self._replies.get(custom_id)
+
     def defer(self, client: Any, custom_id: str, body: Mapping[str, Any], request: Mapping[str, Any],
               cache_if: Callable[[str], bool] | None = None) -> None:
         """Adds a request to this round's batch of ``client``'s model and role (once per custom id)."""
@@ -376,11 +445,21 @@ class Batching:
             client = next(iter(requests.values())).client
             runner = client.batch_runner(sleep=self.sleep)
             log.info("%s: batch round %d: %d requests to %s", client.role, self.rounds, len(requests), client.model)
-            replies = runner.run({cid: p.body for cid, p in requests.items()})
+            kept: set[str] = set()
+
+            def keep(cid: str, reply: BatchReply, requests: dict[str, _Pending] = requests,
+                     kept: set[str] = kept) -> None:
+                """Keeps a reply the moment it arrives (a local model's, batch by batch: Ctrl-C loses none)."""
+                p = requests[cid]
+                p.client.keep_batch_reply(p.request, reply, p.cache_if)
+                kept.add(cid)
+
+            replies = runner.run({cid: p.body for cid, p in requests.items()}, keep)
             if runner.batch_id and runner.batch_id not in self.batch_ids:
                 self.batch_ids.append(runner.batch_id)
             for cid, p in requests.items():
-                client.keep_batch_reply(p.request, replies[cid], p.cache_if)
+                if cid not in kept:
+                    client.keep_batch_reply(p.request, replies[cid], p.cache_if)
             with self._lock:
                 self._replies.update(replies)
 
@@ -412,6 +491,8 @@ def job_batching(generator: Any, judges: Iterable[Any]) -> Batching | None:
                if c is not None and hasattr(c, "batch") and hasattr(c, "model")]
     if not any(c.batch is True for c in clients):
         return None
+    if all(is_local(c.model) for c in clients if c.batch is True):  # only local models (ragbench.llm.local):
+        return Batching(default=False)  # their rounds, and no provider batch for a judge that did not ask
     switch = "llm.batch" if getattr(getattr(generator, "client", None), "batch", None) is True else "judge.batch"
     for client in clients:
         if client.batch is None:

@@ -6,6 +6,7 @@ itself is never stored on the object, in the cache, in a log line or in an error
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -22,17 +23,29 @@ from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm import batch as batching
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
+from ragbench.llm.deadline import DeadlinePassed, within
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMConnectionError,
     LLMReplyTooLargeError,
     LLMResponseError,
+    LLMTimeoutError,
     classify,
     fix_for,
 )
+from ragbench.llm.local import is_local
 from ragbench.llm.replies import Completion, Embeddings, EmptyReply, embedding_vectors
 from ragbench.llm.retry import RetryPolicy
-from ragbench.llm.usage import max_cost_usd, usage_from_cache, usage_of, usage_sum, usage_to_dict
+from ragbench.llm.slots import DEFAULT as DEFAULT_CONCURRENCY
+from ragbench.llm.slots import endpoint_concurrency
+from ragbench.llm.usage import (
+    estimated_usage,
+    max_cost_usd,
+    usage_from_cache,
+    usage_of,
+    usage_sum,
+    usage_to_dict,
+)
 from ragbench.redact import mask_secrets, register
 from ragbench.types import Usage
 
@@ -47,6 +60,15 @@ JOB_STORE = object()  # LLMClient(cache=...) default: the job's store (ragbench.
 class LLMClient:
     """Calls one model through litellm. ``role`` names the config node in messages (llm, judge...)."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> LLMClient:
+        """A model string ``local`` or ``local/<reference>`` is served in process: a ``LocalClient``
+        (ragbench.llm.local), wherever an LLMClient is built (judges, query rewriting, datasets generate)."""
+        if cls is LLMClient and is_local(kwargs.get("model")):
+            from ragbench.llm.local.client import LocalClient
+
+            return super().__new__(LocalClient)
+        return super().__new__(cls)
+
     def __init__(
         self,
         *,
@@ -58,25 +80,26 @@ class LLMClient:
         timeout: float = 60.0,
         num_retries: int = 3,
         backoff_s: float = 1.0,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = 8,
         max_reply_chars: int = 100_000,
         max_consecutive_failures: int = 5,
         role: str = "llm",
         cache: StageCache | None | object = JOB_STORE,
-        cache_replies: bool = True,
         batch: bool | None = None,
         batch_poll_s: float = 30.0,
+        batch_max_wait_s: float = batching.MAX_WAIT_S,
     ) -> None:
         """``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``; None:
-        none); its ``cache.mode`` decides. ``cache_replies=False`` for a caller that keeps its replies as
-        stage records itself (answers, verdicts): only the preflight probe is cached, so a rerun served
-        from the stage cache still sends no request, and, while a budget is set, every reply (a budget
-        stop can fall between the replies one record needs; each was paid for and is found on rerun).
-        ``batch``: in a job's batch rounds (``ragbench.llm.batch``) True sends this client's uncached chat
-        requests as provider batches, False never, None as the job decides; ``batch_poll_s``: seconds
-        between polls of a batch."""
+        none); its ``cache.mode`` decides. Every reply is kept, budget or not, answers and verdicts too
+        (the case runner also keeps them as stage records): a request already answered, in this sweep or
+        an earlier one, is never sent again (unless ``cache.mode=refresh``). A judge prompt that does not
+        show the contexts is the same request in every job of a top-k sweep. ``batch``: in a job's batch
+        rounds (``ragbench.llm.batch``) True sends this client's uncached chat requests as provider
+        batches, False never, None as the job decides; ``batch_poll_s``: seconds between polls of a batch."""
         if not model or not isinstance(model, str):
             raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
+        self.auto_concurrency = max_concurrency is None  # null: the endpoint's slots, asked at preflight
+        max_concurrency = DEFAULT_CONCURRENCY if max_concurrency is None else max_concurrency
         if max_concurrency < 1:
             raise ConfigError(f"{role}.max_concurrency must be >= 1, got {max_concurrency}")
         if timeout <= 0:
@@ -89,6 +112,9 @@ class LLMClient:
             raise ConfigError(f"{role}.batch must be true or false, got {batch!r}")
         if isinstance(batch_poll_s, bool) or not isinstance(batch_poll_s, int | float) or not batch_poll_s > 0:
             raise ConfigError(f"{role}.batch_poll_s must be a number of seconds > 0, got {batch_poll_s!r}")
+        if isinstance(batch_max_wait_s, bool) or not isinstance(batch_max_wait_s, int | float) or not (
+                0 < batch_max_wait_s < float("inf")):
+            raise ConfigError(f"{role}.batch_max_wait_s must be a number of seconds > 0, got {batch_max_wait_s!r}")
         if batch:
             batching.check_provider(model, role)  # a provider without a batch API: one line, at build time
         if api_key_env and not os.environ.get(api_key_env):
@@ -111,9 +137,9 @@ class LLMClient:
         self.breaker = EndpointBreaker(max_consecutive_failures)
         store = job_store() if cache is JOB_STORE else cache
         self.cache = ReplyCache(store, self._where()) if isinstance(store, StageCache) else None
-        self.cache_replies = cache_replies
         self.batch = batch
         self.batch_poll_s = float(batch_poll_s)
+        self.batch_max_wait_s = float(batch_max_wait_s)
         self._slots = threading.BoundedSemaphore(max_concurrency)
         # litellm (~5 s) is imported by the first request (the preflight, before the case loop), so a
         # config error answers in about a second; its import time never enters a reply's latency.
@@ -128,15 +154,18 @@ class LLMClient:
         *,
         key_extra: Mapping[str, Any] | None = None,
         cache_if: Callable[[str], bool] | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> Completion:
         """The reply to ``messages``; ``key_extra`` (e.g. a judge repeat index) enters the cache key.
 
-        With ``cache_if``, only replies it accepts are stored or served from the cache (a garbled
-        judge reply is asked again on the next run instead of being replayed forever).
+        With ``cache_if``, only replies it accepts are stored or served from the cache. A judge does not
+        use it: an unparseable verdict was paid for, so it is kept, and counted as failed each time it is
+        read. ``response_format`` (an OpenAI ``json_schema`` response format) asks the endpoint for
+        structured output; it is sent as given and enters the cache key.
         """
-        request = self._request(messages, key_extra)
+        request = self._request(messages, key_extra, response_format)
         msgs, params = request["messages"], request["params"]
-        cache = self.cache  # looked up for every caller: a reply kept under a budget (below) is found
+        cache = self.cache
         start = time.perf_counter()
         rounds = batching.active()
         if rounds is not None and PREFLIGHT not in params:  # a job's batch rounds (ragbench.llm.batch)
@@ -147,7 +176,7 @@ class LLMClient:
             cache_if is None or cache_if(e["text"]))) if cache is not None else None
         if hit is None and rounds is not None and PREFLIGHT not in params and rounds.defers(self):
             key = reply_key("chat", request)
-            rounds.defer(self, key, self._body(msgs), request, cache_if)
+            rounds.defer(self, key, self._body(request), request, cache_if)
             raise batching.Deferred(key)
         if hit is not None:
             LEDGER.record(self.role, usage_from_cache(hit))  # saved, not spent (ragbench.budget)
@@ -162,35 +191,35 @@ class LLMClient:
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "temperature": self.temperature}
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
+        if response_format is not None:
+            kwargs["response_format"] = dict(response_format)
         text, usage, attempts = self._call(
-            lambda lib, extra: lib.completion(**kwargs, **extra),
+            self._booking_timeouts(lambda lib, extra: lib.completion(**kwargs, **extra),
+                                   lambda: estimated_usage(model=self.model, messages=msgs)),
             lambda: max_cost_usd(model=self.model, messages=msgs, max_tokens=self.max_tokens),
             lambda response, extra: self._reply(response, extra.get("api_key")),
         )
-        # Under a budget a reply is kept even for a caller that keeps stage records: a budget stop can
-        # fall between the several replies one record needs (a judge's metrics), and each was paid for.
-        keep = self.cache_replies or PREFLIGHT in params or LEDGER.budget.limited
-        if cache is not None and keep and (cache_if is None or cache_if(text)):
+        # every reply is kept, budget or not (a stage record's several replies too: each was paid for)
+        if cache is not None and (cache_if is None or cache_if(text)):
             cache.put("chat", request, {"text": text, "model": self.model, **usage_to_dict(usage)})
         return Completion(
             text=text, model=self.model, usage=usage, latency_s=time.perf_counter() - start, attempts=attempts
         )
 
-    def gather(self, calls: Sequence[tuple[Sequence[Message], Mapping[str, Any] | None,
-                                           Callable[[str], bool] | None]]) -> None:
-        """In a job's batch rounds: defers each of ``calls`` ((messages, key_extra, cache_if): requests the
-        caller is about to ``complete`` one after the other) that has no reply yet, so that they go in the
-        same batch; outside batch rounds, nothing."""
+    def gather(self, calls: Sequence[tuple[Any, ...]]) -> None:
+        """In a job's batch rounds: defers each of ``calls`` ((messages, key_extra, cache_if[,
+        response_format]): requests the caller is about to ``complete`` one after the other) that has no
+        reply yet, so that they go in the same batch; outside batch rounds, nothing."""
         rounds = batching.active()
         if rounds is None or not rounds.defers(self):
             return
-        for messages, key_extra, cache_if in calls:
-            request = self._request(messages, key_extra)
+        for messages, key_extra, cache_if, *rest in calls:
+            request = self._request(messages, key_extra, rest[0] if rest else None)
             key = reply_key("chat", request)
             if rounds.answered(key) or (self.cache is not None and self.cache.get(
                     "chat", request, _usable(cache_if)) is not None):
                 continue
-            rounds.defer(self, key, self._body(request["messages"]), request, cache_if)
+            rounds.defer(self, key, self._body(request), request, cache_if)
 
     def batch_runner(self, *, sleep: Callable[[float], None] = time.sleep) -> batching.BatchRunner:
         """A runner sending this client's requests as one batch of its provider (``ragbench.llm.batch``)."""
@@ -198,7 +227,8 @@ class LLMClient:
         register(secret)
         store = self.cache.store if self.cache is not None else None
         return batching.BatchRunner(model=self.model, role=self.role, api_base=self.api_base, api_key=secret,
-                                    store=store, poll_s=self.batch_poll_s, max_tokens=self.max_tokens, sleep=sleep)
+                                    store=store, poll_s=self.batch_poll_s, max_tokens=self.max_tokens, sleep=sleep,
+                                    timeout=self.timeout, max_wait_s=self.batch_max_wait_s)
 
     def keep_batch_reply(self, request: Mapping[str, Any], reply: batching.BatchReply,
                          cache_if: Callable[[str], bool] | None) -> None:
@@ -234,19 +264,34 @@ class LLMClient:
         return Completion(text=mask_secrets(reply.text), model=self.model, usage=usage,
                           latency_s=time.perf_counter() - start, attempts=1 if first else 0)
 
-    def _body(self, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    def _body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """A chat request's body as ``complete`` sends it, without the model: one line of a batch."""
-        body: dict[str, Any] = {"messages": [dict(m) for m in messages], "temperature": self.temperature}
+        body: dict[str, Any] = {"messages": [dict(m) for m in request["messages"]],
+                                "temperature": self.temperature}
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        if request.get("response_format") is not None:
+            body["response_format"] = dict(request["response_format"])
         return body
 
-    def cached(self, messages: Sequence[Message], *, key_extra: Mapping[str, Any] | None = None) -> bool:
+    def cached(self, messages: Sequence[Message], *, key_extra: Mapping[str, Any] | None = None,
+               response_format: Mapping[str, Any] | None = None) -> bool:
         """Whether ``complete(messages)`` would be served from the reply cache (``plan=true`` asks)."""
         if self.cache is None:
             return False
-        return self.cache.get("chat", self._request(messages, key_extra),
+        return self.cache.get("chat", self._request(messages, key_extra, response_format),
                               lambda e: isinstance(e.get("text"), str)) is not None
+
+    def supports_response_format(self) -> bool:
+        """Whether litellm sends ``response_format`` to this model's provider (imports litellm)."""
+        from ragbench.llm.loader import litellm
+
+        lib = litellm()
+        try:
+            supported = lib.get_supported_openai_params(model=self.model) or []
+        except Exception:  # noqa: BLE001 - litellm raises several types for a provider it does not know
+            return False
+        return "response_format" in supported
 
     def embed(self, texts: Sequence[str], *, dimensions: int | None = None) -> Embeddings:
         """Vectors of ``texts`` (one request); cached like completions."""
@@ -267,7 +312,8 @@ class LLMClient:
         if dimensions is not None:
             kwargs["dimensions"] = dimensions
         vectors, usage, _ = self._call(
-            lambda lib, extra: lib.embedding(**kwargs, **extra),
+            self._booking_timeouts(lambda lib, extra: lib.embedding(**kwargs, **extra),
+                                   lambda: estimated_usage(model=self.model, texts=inputs)),
             lambda: max_cost_usd(model=self.model, texts=inputs),
             lambda response, _extra: embedding_vectors(response, len(inputs), self._where()),
             call_type="embedding",
@@ -283,7 +329,9 @@ class LLMClient:
         A cached preflight reply makes no request; a server named by ``api_base`` is then still checked
         for a listening socket (no HTTP request, nothing billed), so a server that is down fails the job
         before the ingest, not after it. ``cache.mode=read_only`` (a replay of cached answers) skips that
-        check: a rerun served from the cache needs no server."""
+        check: a rerun served from the cache needs no server. ``max_concurrency: null`` asks the endpoint
+        for its slots first (``follow_slots``)."""
+        self.follow_slots()
         try:
             if kind == "embedding":
                 self.embed(["ragbench preflight"])
@@ -293,6 +341,15 @@ class LLMClient:
                     self._check_listening()
         except LLMError as exc:
             raise type(exc)(f"preflight request before the case loop failed: {exc}") from None
+
+    def follow_slots(self) -> int:
+        """``max_concurrency: null``: the requests the endpoint serves at once (``ragbench.llm.slots``: llama.cpp's
+        ``total_slots``, else the default), asked once, before any request; the bound in use otherwise."""
+        if self.auto_concurrency:
+            self.auto_concurrency = False
+            self.max_concurrency = endpoint_concurrency(self.api_base, None, api_key_env=self.api_key_env)
+            self._slots = threading.BoundedSemaphore(self.max_concurrency)
+        return self.max_concurrency
 
     def _check_listening(self) -> None:
         """Raises LLMConnectionError when nothing listens at ``api_base`` (unless the cache is read-only)."""
@@ -313,12 +370,38 @@ class LLMClient:
                 f"or replay the cache alone with cache.mode=read_only") from None
 
     # ------------------------------------------------------------------ internals
-    def _request(self, messages: Sequence[Message], key_extra: Mapping[str, Any] | None) -> dict[str, Any]:
-        """What identifies a chat request in the reply cache (never the key)."""
+    def _request(self, messages: Sequence[Message], key_extra: Mapping[str, Any] | None,
+                 response_format: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What identifies a chat request in the reply cache (never the key); a ``response_format``
+        enters it only when one is asked for (the keys of plain requests stay as they were)."""
         msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         params.update(key_extra or {})
-        return {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
+        request = {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
+        if response_format is not None:
+            request["response_format"] = json.loads(json.dumps(response_format, sort_keys=True))
+        return request
+
+    def _booking_timeouts(self, send: Callable[[Any, dict[str, Any]], T],
+                          estimate: Callable[[], Usage]) -> Callable[[Any, dict[str, Any]], T]:
+        """``send`` under ``timeout`` as a deadline for the whole attempt (``ragbench.llm.deadline``:
+        litellm's own ``timeout`` bounds each read, so a server trickling its reply held a call for
+        minutes), with an attempt that times out booked as attempted work: the server may still
+        have processed it (a local server does), so its prompt tokens, estimated from the prompt, are
+        booked as spent and counted in ``llm/<role>_timeouts`` (``Ledger.timed_out``). The attempt
+        itself is one call, booked with the others."""
+        def sending(lib: Any, extra: dict[str, Any]) -> T:
+            try:
+                try:
+                    return within(self.timeout, lambda: send(lib, extra), name=f"ragbench-{self.role}")
+                except DeadlinePassed:
+                    raise LLMTimeoutError(f"no complete reply within {self.role}.timeout={self.timeout:g}s "
+                                          "(a deadline for the whole attempt: connect, headers and body)") from None
+            except Exception as exc:
+                if _timed_out(exc):
+                    LEDGER.timed_out(self.role, estimate())
+                raise
+        return sending
 
     def _where(self) -> str:
         at = f" at {self.api_base}" if self.api_base else " at the provider's default endpoint"
@@ -384,11 +467,17 @@ class LLMClient:
                 LEDGER.settle(self.role, usage, held)  # an attempt with no reply: one call, no tokens
             return read(response, extra)
 
-        def retryable(exc: BaseException) -> bool:
-            return isinstance(exc, EmptyReply) or (isinstance(exc, openai.OpenAIError) and classify(exc)[1])
+        def retryable(exc: BaseException) -> bool:  # a whole-attempt deadline passed: LLMTimeoutError
+            return isinstance(exc, EmptyReply | LLMTimeoutError) or (
+                isinstance(exc, openai.OpenAIError) and classify(exc)[1])
 
-        def describe(exc: BaseException) -> str:  # litellm calls a refused connection InternalServerError
-            return (LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]).__name__
+        def class_of(exc: BaseException) -> type[LLMError]:  # litellm calls a refused connection a 500
+            if isinstance(exc, EmptyReply | LLMTimeoutError):
+                return LLMResponseError if isinstance(exc, EmptyReply) else LLMTimeoutError
+            return classify(exc)[0]
+
+        def describe(exc: BaseException) -> str:
+            return class_of(exc).__name__
 
         with self._slots:
             if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
@@ -396,10 +485,10 @@ class LLMClient:
             LEDGER.admit()  # a stopped budget: not even a slot's worth of work
             try:
                 result, _ = self.retry.run(attempt, retryable=retryable, what=self._where(), describe=describe)
-            except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError) as exc:
+            except (openai.OpenAIError, EmptyReply, LLMReplyTooLargeError, LLMTimeoutError) as exc:
                 if isinstance(exc, LLMReplyTooLargeError):
                     raise
-                cls = LLMResponseError if isinstance(exc, EmptyReply) else classify(exc)[0]
+                cls = class_of(exc)
                 register(secret)
                 detail = mask_secrets(" ".join(str(exc).split()))[:200]  # one line; may carry the key
                 opened = self.breaker.failure(cls, where=self._where(), detail=f"{type(exc).__name__}: {detail}",
@@ -415,6 +504,16 @@ class LLMClient:
 def _usable(cache_if: Callable[[str], bool] | None) -> Callable[[dict[str, Any]], bool]:
     """A cached chat reply's test: a text that ``cache_if`` (when given) accepts."""
     return lambda entry: isinstance(entry.get("text"), str) and (cache_if is None or cache_if(entry["text"]))
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether an attempt failed by timing out (the request left; the server may have processed it): a
+    timeout of the client library, or the whole attempt's deadline (``ragbench.llm.deadline``) passed."""
+    from ragbench.llm import deadline
+
+    running = deadline.current()
+    return (isinstance(exc, LLMTimeoutError | TimeoutError) or (running is not None and running.passed)
+            or classify(exc)[0] is LLMTimeoutError)
 
 
 def _import_seconds() -> float:

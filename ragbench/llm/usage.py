@@ -109,3 +109,27 @@ def max_cost_usd(*, model: str, messages: Sequence[Mapping[str, str]] | None = N
         return float(price) + float(reply)
     except Exception:  # noqa: BLE001 - litellm raises several types for a model it does not map
         return 0.0
+
+
+def estimated_usage(*, model: str, messages: Sequence[Mapping[str, str]] | None = None,
+                    texts: Sequence[str] = ()) -> Usage:
+    """The work of an attempt that timed out, which the server may still have done: its prompt tokens
+    (litellm's ``token_counter``: an estimate, the server never said) priced by the cost map, and no
+    completion tokens (unknown: a lower bound). Zero when litellm cannot count for the model."""
+    from ragbench.llm.loader import litellm
+
+    lib = litellm()
+    try:
+        if messages is None:
+            prompt = sum(lib.token_counter(model=model, text=t) for t in texts)
+        else:
+            prompt = lib.token_counter(model=model, messages=list(messages))
+        prompt = _int(prompt)
+    except Exception:  # noqa: BLE001 - litellm raises several types for a model it does not map
+        return Usage()
+    try:
+        price, _ = lib.cost_per_token(model=model, prompt_tokens=prompt, completion_tokens=0)
+        usd = float(price)
+    except Exception:  # noqa: BLE001 - unpriced: booked as 0, like a reply (cost_usd)
+        usd = 0.0
+    return Usage(prompt_tokens=prompt, cost_usd=usd)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.plan.predict import JobPlan, predict
+from ragbench.plan.rates import llm_rate_key
 
 FLAGS = ("plan=true", "plan=True", "plan=1")
 
@@ -117,13 +118,13 @@ def summarize(plans: Sequence[JobPlan], rates: dict[str, Any]) -> dict[str, Any]
                     job_usd += cost
                 if cost is not None:
                     usd += cost
-                per_call = rates.get(bill.model, {}).get("s_per_call")
-                per_call = per_call or next((r.get("s_per_call") for k, r in rates.items()
-                                             if bill.model and bill.model in k and r.get("s_per_call")), None)
+                # the rate of this role, model and prompt size only (ragbench.plan.rates.llm_rate_key)
+                key = llm_rate_key(role, bill.model, bill.prompt_tokens / bill.calls)
+                per_call = rates.get(key, {}).get("s_per_call")
                 if per_call:
                     seconds += per_call * bill.calls
                 else:
-                    unknown.add(f"seconds per {role} request of {bill.model}")
+                    unknown.add(f"seconds per {role} request of {bill.model} ({key.rsplit(' ', 1)[-1]})")
         row["usd"] = job_usd
         totals["questions"] += p.questions
         jobs.append(row)

@@ -29,6 +29,7 @@ from ragbench.components import Components
 from ragbench.evidence import EvidenceMatcher
 from ragbench.expand import count_tokens
 from ragbench.pipeline import needed_depth, search_depth, searched_tree
+from ragbench.plan.rates import words
 from ragbench.protocols import BaselineRetriever, PromptedGenerator, PromptedJudge, RemoteEmbedder
 from ragbench.query.plan import QueryPlan, plan_queries
 from ragbench.query.transforms import HyDE, LLMTransform, MultiQuery
@@ -69,7 +70,7 @@ class JobPlan:
 
 
 def _words(messages: Sequence[Mapping[str, str]]) -> int:
-    return sum(count_tokens(str(m.get("content", ""))) for m in messages)
+    return words(messages)  # the unit a recorded rate's prompt size is keyed by (ragbench.plan.rates)
 
 
 def _estimated_contexts(c: Components, tree: ChunkTree) -> tuple[Context, ...]:

@@ -6,6 +6,8 @@ deterministic sub-queries (``ragbench.query.rules``); ``multi_query`` asks an LL
 phrasings (its own model key, replies cached by the LLM client like answers); ``hyde`` searches a
 hypothetical answer passage written by an LLM instead of the question (dense retrievers only).
 An LLM failure for one question keeps the question alone and is counted (``query/transform_failures``).
+A budget stop is not such a failure: it stops the job (``JobStopped``, the run ends KILLED), so no
+question is searched unrewritten and a rerun with a larger budget runs the job again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragbench.errors import ConfigError
+from ragbench.errors import BudgetExhaustedError, ConfigError, JobStopped
 from ragbench.protocols import FusedRetriever, QueryTransform, Retriever
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
@@ -100,6 +102,10 @@ class LLMTransform:
     def _ask(self, question: str) -> str | None:
         try:
             reply = self.client.complete(self.messages(question))
+        except BudgetExhaustedError as exc:  # the job stops (KILLED), as a stop in generation does
+            raise JobStopped(f"stopped by budget while rewriting questions (query={self.name}): {exc}; no "
+                             "question is searched unrewritten; fix: raise the budget and rerun (the "
+                             "rewrites already paid for are cached)") from None
         except Exception as exc:  # noqa: BLE001 - one question keeps its text, counted and logged
             self.failures += 1
             log.warning("query=%s: the LLM failed for a question (%s); searching the question alone",

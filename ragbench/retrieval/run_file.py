@@ -10,6 +10,7 @@ scores as is. Everything after retrieval (metrics, expansion, generation, judgin
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,10 @@ from ragbench.errors import ConfigError, RagbenchError
 from ragbench.types import Hit, Query
 
 COLUMNS = "qid Q0 id rank score tag"
+# above this share of the dataset's questions without a ranking, a warning; at all of them, an error
+WARN_UNRANKED = 0.1
+
+log = logging.getLogger(__name__)
 
 
 class RunFileError(RagbenchError):
@@ -41,7 +46,14 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
         raise RunFileError(f"run file {path} does not exist; fix: set retrieval.path to a TREC run file ({COLUMNS})")
     ranked: dict[str, dict[int, tuple[str, float]]] = defaultdict(dict)
     seen: dict[str, set[str]] = defaultdict(set)
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data.count(b"\n", 0, exc.start) + 1
+        raise RunFileError(f"run file {path} is not UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                           f"{exc.start}, line {line_no}); fix: write it as UTF-8 (iconv -t utf-8)") from None
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         cols = line.split()
@@ -63,6 +75,29 @@ def read_run(path: Path) -> dict[str, list[tuple[str, float]]]:
         ranked[qid][rank] = (rid, score)
         seen[qid].add(rid)
     return {qid: [ranks[r] for r in sorted(ranks)] for qid, ranks in ranked.items()}
+
+
+def check_coverage(run: Mapping[str, Sequence[tuple[str, float]]], queries: Sequence[Query],
+                   path: Path | None) -> int:
+    """How many of the dataset's questions the run ranks nothing for (each scores 0). An empty run, or one
+    that ranks none of the questions (ids from another dataset or numbering), is a RunFileError; more
+    than ``WARN_UNRANKED`` of them unranked is a warning with the count and the fix."""
+    if not run:
+        raise RunFileError(f"run file {path} holds no run line; fix: write one line per retrieved id "
+                           f"({COLUMNS})")
+    qids = list(dict.fromkeys(q.qid for q in queries))
+    unranked = [qid for qid in qids if qid not in run]
+    if len(unranked) <= len(qids) * WARN_UNRANKED:
+        return len(unranked)
+    known = set(qids)
+    foreign = sorted(qid for qid in run if qid not in known)
+    seen = f"; its ids look like {foreign[0]!r}, the dataset's like {qids[0]!r}" if foreign else ""
+    fix = "fix: put the dataset's question ids in the first column (as python -m ragbench.export --trec does)"
+    if len(unranked) == len(qids):
+        raise RunFileError(f"run file {path} ranks none of the dataset's {len(qids)} questions{seen}; {fix}")
+    log.warning("run file %s ranks nothing for %d of %d questions (first: %r); they score 0%s\n  %s",
+                path, len(unranked), len(qids), unranked[0], seen, fix)
+    return len(unranked)
 
 
 class RunFileRetriever:
@@ -95,6 +130,7 @@ class RunFileRetriever:
     def bind(self, queries: Sequence[Query]) -> None:
         """Which question each searched text is; two questions of one text must have one ranking."""
         run = self._read()
+        check_coverage(run, queries, self.path)
         self._by_text = {}
         for q in queries:
             other = self._by_text.setdefault(q.text, q.qid)

@@ -7,7 +7,6 @@ exactly as an LLM failure is."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,12 +15,15 @@ from ragbench.budget import LEDGER
 from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, LLMError
+from ragbench.jsonio import NestedTooDeep, loads_bounded
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
+from ragbench.llm.deadline import DeadlinePassed, within
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMConnectionError,
     LLMRateLimitError,
+    LLMReplyTooLargeError,
     LLMResponseError,
     LLMServerError,
     LLMTimeoutError,
@@ -34,6 +36,8 @@ from ragbench.types import Context, Query, Usage
 ROLE = "system"  # the ledger's role: llm/system_calls, tokens/system_*, cost/system_usd
 KIND = "system"  # the reply cache's kind
 RETRYABLE = (LLMTimeoutError, LLMConnectionError, LLMServerError, LLMRateLimitError, LLMResponseError)
+MAX_RECORD_CHARS = 16_000_000  # characters of one reply (bytes of an HTTP body): system.max_record_chars
+MAX_DEPTH = 100  # nesting of a reply's arrays and objects (a record nests 4 levels)
 
 
 class SystemFunctionError(LLMServerError):
@@ -41,11 +45,23 @@ class SystemFunctionError(LLMServerError):
 
 
 _FIXES = {
-    LLMTimeoutError: "raise system.timeout, or check that the system is not stalled",
+    LLMTimeoutError: "raise system.timeout (the whole call: connect, headers and body), or check that the "
+                     "system is not stalled",
+    LLMReplyTooLargeError: "return passages, not documents, or raise system.max_record_chars",
     LLMConnectionError: "check system.url and that the service is running",
     LLMServerError: "see the system's own error above; raise system.num_retries for transient failures",
     LLMResponseError: "return one JSON record {qid?, answer, contexts[{id?, text, score?}], ...} per question",
 }
+
+
+def check_limits(timeout: Any, max_record_chars: Any) -> None:
+    """``system.timeout`` and ``system.max_record_chars`` as one-line ConfigErrors naming the user's key."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise ConfigError(f"system.timeout must be a number of seconds > 0 (the whole call), got {timeout!r}; "
+                          "fix: e.g. system.timeout=60")
+    if isinstance(max_record_chars, bool) or not isinstance(max_record_chars, int) or max_record_chars < 1:
+        raise ConfigError(f"system.max_record_chars must be an integer >= 1, got {max_record_chars!r}; fix: "
+                          f"e.g. system.max_record_chars={MAX_RECORD_CHARS} (the default)")
 
 
 def fix_for(cls: type[LLMError]) -> str:
@@ -65,13 +81,14 @@ class SystemClient:
     """One system's calls: ``call(ask, send)`` returns the record ``send`` produced (or the cached one)."""
 
     def __init__(self, *, where: str, timeout: float = 60.0, num_retries: int = 2, backoff_s: float = 1.0,
-                 max_concurrency: int = 4, max_consecutive_failures: int = 5, cached: bool = True) -> None:
+                 max_concurrency: int = 4, max_consecutive_failures: int = 5, cached: bool = True,
+                 max_record_chars: int = MAX_RECORD_CHARS) -> None:
         if max_concurrency < 1:
             raise ConfigError(f"system.max_concurrency must be >= 1, got {max_concurrency}")
-        if timeout <= 0:
-            raise ConfigError(f"system.timeout must be > 0 seconds, got {timeout}")
+        check_limits(timeout, max_record_chars)
         self.where = where
         self.timeout = float(timeout)
+        self.max_record_chars = max_record_chars
         self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
         self.breaker = EndpointBreaker(max_consecutive_failures)
         self.max_concurrency = max_concurrency
@@ -82,7 +99,9 @@ class SystemClient:
 
     def call(self, ask: Mapping[str, Any], identity: str, send: Callable[[Mapping[str, Any], float], Any]) -> SystemRecord:
         """The record for ``ask`` (``payload``): from the reply cache, else ``send(ask, timeout)`` (a JSON
-        object, or a JSON string) under the bound, retried; a failure raises an LLM failure class."""
+        object, or a JSON string) under the bound, retried; a failure raises an LLM failure class.
+        ``system.timeout`` is a deadline for each whole attempt (``ragbench.llm.deadline``): ``send``
+        runs in a worker thread and the attempt fails with LLMTimeoutError when it passes."""
         qid = str(ask["qid"])
         request = {"model": identity, "api_base": None, "ask": dict(ask)}
         hit = self.cache.get(KIND, request, lambda e: isinstance(e.get("record"), dict)) if self.cache else None
@@ -102,8 +121,12 @@ class SystemClient:
             usage = Usage()
             self.calls += 1
             try:
-                reply = send(ask, self.timeout)
-                record = _record(reply, self.where, qid)
+                try:
+                    reply = within(self.timeout, lambda: send(ask, self.timeout), name=f"ragbench-system-{qid}")
+                except DeadlinePassed:
+                    raise LLMTimeoutError(f"no complete reply within system.timeout={self.timeout:g}s "
+                                          "(a deadline for the whole call)") from None
+                record = _record(reply, self.where, qid, self.max_record_chars)
                 usage = record.usage
             finally:
                 LEDGER.settle(ROLE, usage, held)
@@ -114,8 +137,7 @@ class SystemClient:
                 raise LLMCircuitOpenError(self.breaker.message)
             LEDGER.admit()
             try:
-                fresh, attempts = self.retry.run(attempt, retryable=lambda e: isinstance(e, RETRYABLE),
-                                                  what=self.where)
+                fresh, attempts = self.retry.run(attempt, retryable=_retryable, what=self.where)
             except LLMError as exc:
                 if isinstance(exc, LLMCircuitOpenError):
                     raise
@@ -132,13 +154,51 @@ class SystemClient:
         return fresh
 
 
-def _record(reply: Any, where: str, qid: str) -> SystemRecord:
-    """The reply as a record, its strings masked; garbage is an LLMResponseError (retried, then the case fails)."""
+def _retryable(exc: BaseException) -> bool:
+    """A transient failure; a reply over the size bound is not (the same question gets the same reply)."""
+    return isinstance(exc, RETRYABLE) and not isinstance(exc, LLMReplyTooLargeError)
+
+
+def _too_large(where: str, limit: int) -> LLMReplyTooLargeError:
+    return LLMReplyTooLargeError(f"{where}: the reply is longer than system.max_record_chars={limit:,}")
+
+
+def _check_size(obj: Any, where: str, limit: int) -> None:
+    """A reply object (a Python system's) refused when its strings and keys hold more than ``limit``
+    characters, or when it nests deeper than ``MAX_DEPTH``: walked without recursion, stopping at the bound."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str | bytes):
+            size += len(item)
+        elif isinstance(item, dict | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise LLMResponseError(f"{where}: the reply is nested too deep (more than {MAX_DEPTH} levels of "
+                                       "lists and dicts); fix: return one record {answer, contexts[...]}")
+            size += len(item)
+            values = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in values)
+        else:
+            size += 8
+        if size > limit:
+            raise _too_large(where, limit)
+
+
+def _record(reply: Any, where: str, qid: str, limit: int = MAX_RECORD_CHARS) -> SystemRecord:
+    """The reply as a record, its strings masked; garbage is an LLMResponseError (retried, then the case
+    fails); a reply over ``limit`` characters is an LLMReplyTooLargeError (the case fails at once)."""
     if isinstance(reply, str | bytes):
+        if len(reply) > limit:
+            raise _too_large(where, limit)
         try:
-            reply = json.loads(reply)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            reply = loads_bounded(reply, max_depth=MAX_DEPTH, where=f"{where}: the reply")
+        except NestedTooDeep as exc:
+            raise LLMResponseError(str(exc)) from None
+        except (ValueError, UnicodeDecodeError) as exc:  # json.JSONDecodeError is a ValueError
             raise LLMResponseError(f"{where}: the reply is not JSON ({exc})") from None
+    else:
+        _check_size(reply, where, limit)
     reply = _masked(reply)
     try:
         return parse_record(reply, where, qid=qid)

@@ -96,6 +96,7 @@ class SystemRetriever:
                 for qid, outcome in zip(todo, pool.map(lambda qid: self._ask(by_qid[qid]), todo), strict=True):
                     sess.outcomes[qid] = outcome
             _count(sess)
+            check_matched(sess, self.source.kind)
         out: list[list[Hit]] = []
         for q in asked:
             matched = sess.outcomes[q.qid].matched
@@ -117,6 +118,33 @@ def _count(sess: Session) -> None:
         **{f"contexts_{'unmatched' if how == 'unmatched' else 'matched_' + how}": n
            for how, n in total_counts(records).items()},
     })
+
+
+# above this share of a job's contexts matching no chunk, a warning (retrieval/* ranks the matched ones only)
+WARN_UNMATCHED = 0.2
+
+
+def check_matched(sess: Session, kind: str) -> None:
+    """Warns, with the count and the fix, when more than ``WARN_UNMATCHED`` of the system's contexts
+    match no chunk of the dataset. When none matches although they carry ids, a ConfigError fails the
+    job: ids that name nothing of the dataset are another dataset's or another chunking's, and every
+    retrieval metric would be 0 (the mismatch, not the system). Text-only contexts that match nothing
+    only warn: the context and answer metrics, which read their text, still hold."""
+    total, unmatched = sess.counters.get("contexts", 0), sess.counters.get("contexts_unmatched", 0)
+    if not total or unmatched <= total * WARN_UNMATCHED:
+        return
+    ids = [m.context.id for o in sess.outcomes.values() if o.matched is not None
+           for m in o.matched.contexts if m.context.id is not None and m.chunk_id is None]
+    what = f"system={kind}: {unmatched} of {total} contexts"
+    fix = ("fix: give contexts the dataset's chunk, document or paragraph ids, or its",
+           "passages as text (an export: read back with the run's dataset and chunker)")
+    if unmatched == total and ids:
+        raise ConfigError(f"{what} match no chunk of the dataset (ids like {ids[0]!r}): every retrieval "
+                          "metric would be 0; fix: give the dataset's chunk, document or paragraph ids, or "
+                          "leave ids out to match by text (a ragbench export: read it back with the run's "
+                          "dataset and chunker)")
+    log.warning("%s (%.0f%%) match no chunk of the dataset:\n  retrieval/* ranks only the matched ones\n"
+                "  %s\n  %s", what, 100 * unmatched / total, *fix)
 
 
 def _outcome(source: Source, query: Query) -> Outcome:

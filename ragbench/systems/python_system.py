@@ -3,8 +3,10 @@
 The callable takes the question text and ``system.params`` as keyword arguments (and ``contexts=`` -- a
 list of ``{id, title, text}`` -- when ragbench retrieved and the function only answers), and returns the
 record of ``ragbench.systems.records`` (a dict, or a JSON string). It runs in a worker thread so
-``system.timeout`` bounds it; a stalled call is abandoned (the thread cannot be killed) and counted as a
-timeout. Its ``identity`` attribute, if any, names its version in the reply cache key.
+``system.timeout`` bounds the whole call (``ragbench.llm.deadline``); a stalled call is abandoned (the
+thread cannot be killed) and counted as a timeout. A reply whose strings hold more than
+``system.max_record_chars`` characters fails its case, as an HTTP system's longer body does. Its
+``identity`` attribute, if any, names its version in the reply cache key.
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ import hashlib
 import importlib
 import inspect
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
-from ragbench.llm.errors import LLMTimeoutError
-from ragbench.systems.client import SystemClient, SystemFunctionError, payload
+from ragbench.systems.client import MAX_RECORD_CHARS, SystemClient, SystemFunctionError, check_limits, payload
 from ragbench.systems.records import SystemRecord
 from ragbench.types import Context, Query
 
@@ -57,10 +57,12 @@ class PythonSystem:
 
     def __init__(self, *, target: str | None = None, params: Mapping[str, Any] | None = None,
                  identity: str | None = None, timeout: float = 60.0, num_retries: int = 2, backoff_s: float = 1.0,
-                 max_concurrency: int = 4, max_consecutive_failures: int = 5) -> None:
+                 max_concurrency: int = 4, max_consecutive_failures: int = 5,
+                 max_record_chars: int = MAX_RECORD_CHARS) -> None:
         if not target:
             raise ConfigError("system=python needs system.target=module:function (a callable returning "
                               "{qid?, answer, contexts})")
+        check_limits(timeout, max_record_chars)
         self.target = target
         self.fn = load_target(target)
         self.params = dict(params or {})
@@ -75,7 +77,8 @@ class PythonSystem:
         self.identity = f"{declared}|params={params_digest(self.params)}"
         self.client = SystemClient(where=f"system {target}", timeout=timeout, num_retries=num_retries,
                                    backoff_s=backoff_s, max_concurrency=max_concurrency,
-                                   max_consecutive_failures=max_consecutive_failures)
+                                   max_consecutive_failures=max_consecutive_failures,
+                                   max_record_chars=max_record_chars)
 
     def record(self, query: Query, contexts: Sequence[Context] | None = None) -> SystemRecord:
         if contexts is not None and not self.takes_contexts:
@@ -84,26 +87,14 @@ class PythonSystem:
         return self.client.call(payload(query, contexts, self.params), self.identity, self._send)
 
     def _send(self, ask: Mapping[str, Any], timeout: float) -> Any:
+        """One call of the function (in the client's worker thread, under ``system.timeout``)."""
         kwargs = dict(ask["params"])
         if "contexts" in ask:
             kwargs["contexts"] = ask["contexts"]
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["reply"] = self.fn(ask["question"], **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is the case's failure
-                box["error"] = exc
-
-        worker = threading.Thread(target=run, name=f"ragbench-system-{ask['qid']}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            raise LLMTimeoutError(f"{self.target} did not return within system.timeout={timeout:g}s")
-        if "error" in box:
-            exc = box["error"]
-            raise SystemFunctionError(f"{self.target} raised {type(exc).__name__}: {exc}")
-        reply = box.get("reply")
+        try:
+            reply = self.fn(ask["question"], **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is the case's failure
+            raise SystemFunctionError(f"{self.target} raised {type(exc).__name__}: {exc}") from None
         if isinstance(reply, dict) and "qid" not in reply:
             reply = {"qid": ask["qid"], **reply}
         return reply

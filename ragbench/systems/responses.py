@@ -2,10 +2,11 @@
 
 Each line is read in binary, at most ``max_record_chars`` bytes, so a runaway line (100 MB of one answer)
 is one named error, not a memory spike. A line that is not UTF-8, not JSON or not a record is one
-RecordError naming the file, the line and the fix. Whole-file outcomes are counted, never dropped: a
-question of the dataset with no record fails its case (``MissingResponseError``, scored 0 end to end); a
-qid the dataset does not have is counted and logged once; a qid given twice fails its case
-(``DuplicateResponseError``: which record is meant cannot be known).
+RecordError naming the file, the line and the fix (JSON nested deeper than ``ragbench.jsonio``'s bound
+too: "nested too deep"). Secrets in a record are masked as it is read (``masked``). Whole-file outcomes
+are counted, never dropped: a question of the dataset with no record fails its case
+(``MissingResponseError``, scored 0 end to end); a qid the dataset does not have is counted and logged
+once; a qid given twice fails its case (``DuplicateResponseError``: which record is meant cannot be known).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragbench.errors import ConfigError, LLMError
+from ragbench.jsonio import NestedTooDeep, loads_bounded
+from ragbench.redact import redact, redact_obj
 from ragbench.systems.records import RecordError, SystemRecord, parse_record
 from ragbench.types import Query
 
@@ -71,14 +75,40 @@ def read_responses(path: Path, *, max_record_chars: int = MAX_RECORD_CHARS) -> R
             except UnicodeDecodeError as exc:
                 raise RecordError(f"{where}: not UTF-8 (byte {exc.start}); fix: write the file as UTF-8") from None
             try:
-                obj = json.loads(text)
+                obj = loads_bounded(text, where=where)
+            except NestedTooDeep as exc:
+                raise RecordError(str(exc)) from None
             except json.JSONDecodeError as exc:
                 raise RecordError(f"{where}: not JSON ({exc.msg} at column {exc.colno}); fix: one JSON object per "
                                   "line") from None
-            record = parse_record(obj, where)
+            record = parse_record(masked(obj), where)
             counts[record.qid] += 1
             records.setdefault(record.qid, record)
     return ResponsesFile(path=path, records=records, counts=counts, sha256=digest.hexdigest())
+
+
+def masked(obj: Any) -> Any:
+    """A record with its secrets masked before anything reads it (``ragbench.redact``: registered keys and
+    secret-named assignments in the answer and the contexts' texts, secret-named keys in ``metadata``), so
+    the answer scored, cached (``cache/answers``) and logged is one text. qid and ids are kept: they match."""
+    if not isinstance(obj, dict):
+        return obj
+    out = dict(obj)
+    if isinstance(out.get("answer"), str):
+        out["answer"] = redact(out["answer"])
+    if isinstance(out.get("contexts"), list):
+        out["contexts"] = [_masked_context(c) for c in out["contexts"]]
+    if isinstance(out.get("metadata"), dict):
+        out["metadata"] = redact_obj(out["metadata"])
+    return out
+
+
+def _masked_context(ctx: Any) -> Any:
+    if isinstance(ctx, str):
+        return redact(ctx)
+    if isinstance(ctx, dict) and isinstance(ctx.get("text"), str):
+        return {**ctx, "text": redact(ctx["text"])}
+    return ctx
 
 
 class ResponsesSource:

@@ -1,38 +1,18 @@
-"""The environment snapshot of a job (the Benchmark Service's ``config_snapshot``): Python, OS and the
-versions of the libraries that shape results, as run tags. Versions come from package metadata, so
-nothing heavy is imported; a library that is not installed is tagged ``absent``."""
+"""The environment snapshot of a job (the Benchmark Service's ``config_snapshot``) as run tags: one tag per
+entry of the record's environment list (``ragbench.identity.environment``), so the two never disagree."""
 
 from __future__ import annotations
 
 import getpass
-import importlib.metadata
-import platform
+from collections.abc import Mapping
 
-from ragbench.identity import git_commit
-
-# distribution names, as pip knows them -> the tag suffix
-LIBRARIES = {"torch": "torch", "sentence-transformers": "sentence_transformers", "faiss-cpu": "faiss",
-             "bm25s": "bm25s", "litellm": "litellm", "mlflow": "mlflow", "hydra-core": "hydra",
-             "numpy": "numpy"}
-FAISS_DISTRIBUTIONS = ("faiss-cpu", "faiss-gpu", "faiss")
+from ragbench.identity import environment, git_commit
 
 
-def _version(dist: str) -> str:
-    names = FAISS_DISTRIBUTIONS if dist == "faiss-cpu" else (dist,)
-    for name in names:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return "absent"
-
-
-def environment_tags() -> dict[str, str]:
-    """``ragbench.env.python``, ``ragbench.env.os`` and ``ragbench.env.<library>`` version tags."""
-    tags = {"ragbench.env.python": platform.python_version(),
-            "ragbench.env.os": f"{platform.system()} {platform.release()} ({platform.machine()})"}
-    tags.update({f"ragbench.env.{tag}": _version(dist) for dist, tag in LIBRARIES.items()})
-    return tags
+def environment_tags(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``ragbench.env.<name>`` per entry of ``env`` (default: this process's ``environment()``): python, os,
+    ragbench and each library's version (``absent`` when not installed)."""
+    return {f"ragbench.env.{name}": value for name, value in (environment() if env is None else env).items()}
 
 
 def embedder_dim_tag(counts: dict[str, int] | object) -> dict[str, str]:

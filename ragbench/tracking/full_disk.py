@@ -4,7 +4,8 @@ that stops the sweep at the first failed write.
 A full disk fails every later write and job the same way: recording each job as FAILED and going on (what
 a job's other errors do) printed one traceback per write and left runs RUNNING. ``FullDiskGuard`` wraps
 the MLflow client of a store and raises ``DiskFull`` naming the store file (or the artifact folder) and
-its free space; ``disk_full`` names any other write's full disk (the stage cache). ``DiskFull`` is not an
+its free space; ``disk_full`` names any other write's full disk, ``where_full`` the one of a job's write
+(the stage cache, the job's output folder, temporary files: the one that is full). ``DiskFull`` is not an
 ``Exception``, so it passes every ``except Exception`` on its way up (a job's failure handling, Hydra's);
 ``ragbench.job`` ends the open runs KILLED where the store still takes that and ``__main__`` prints
 its one line.
@@ -12,56 +13,24 @@ its one line.
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
 import re
-import shutil
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbench.tracking.disk_space import FULL_TEXT as _FULL_TEXT
+from ragbench.tracking.disk_space import free_bytes, full_disk
+from ragbench.tracking.disk_space import size_text as _size
 from ragbench.tracking.store import sqlite_path
 
-# sqlite's SQLITE_FULL, the system's ENOSPC text, numpy's short write (np.save raises it without an errno)
-_FULL_TEXT = re.compile(r"database or disk is full|No space left on device|\d+ requested and \d+ written")
+__all__ = ["DiskFull", "FullDiskGuard", "Place", "disk_full", "free_bytes", "full_disk", "job_places",
+           "where_full"]
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def full_disk(exc: BaseException) -> BaseException | None:
-    """The error in ``exc``'s chain that says a disk is full (ENOSPC, EDQUOT, sqlite "database or disk is
-    full", a short write), else None."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, OSError) and cur.errno in (errno.ENOSPC, errno.EDQUOT):
-            return cur
-        if _FULL_TEXT.search(str(cur)):
-            return cur
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
-def free_bytes(path: Path) -> int | None:
-    """Free bytes on the disk holding ``path`` (its nearest existing folder), None if unknown."""
-    for folder in (path, *path.parents):
-        if folder.exists():
-            try:
-                return shutil.disk_usage(folder).free
-            except OSError:
-                return None
-    return None
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "unknown"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _ids(runs: Sequence[str]) -> str:
@@ -93,10 +62,10 @@ class DiskFull(BaseException):
         if left:
             runs += (f"; run {_ids(left)} left RUNNING: the next run on this store closes "
                      f"{'it' if len(left) == 1 else 'them'} as KILLED")
+        move = f", or point {self.key} at a disk with room" if self.key else ""
         return (f"no space left for {self.what} {self.path} ({_size(self.free)} free there): {self.cause}; "
-                f"stopped at the first failed write{runs}. fix: free space there, or point {self.key} at a disk "
-                "with room, then rerun the same command: finished jobs are reused and the stage cache keeps "
-                "what was built")
+                f"stopped at the first failed write{runs}. fix: free space there{move}, then rerun the same "
+                "command: finished jobs are reused and the stage cache keeps what was built")
 
 
 def _disk_full_again(what: str, path: str, key: str, cause: str, run_id: str | None, free: int | None,
@@ -117,6 +86,41 @@ def disk_full(exc: BaseException, *, what: str, path: Path, key: str, run_id: st
     match = _FULL_TEXT.search(str(cause))
     text = cause.strerror if isinstance(cause, OSError) and cause.strerror else match.group(0) if match else "full"
     return DiskFull(what=what, path=path, key=key, cause=text, run_id=run_id)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a job writes: what it is (``the stage cache``), its folder, the setting that moves it."""
+
+    what: str
+    path: Path
+    key: str
+
+
+def where_full(exc: BaseException, places: Sequence[Place], *, run_id: str | None = None) -> DiskFull | None:
+    """``exc`` as a DiskFull naming the disk that is full, or None when it is not a full disk. A write that
+    names its file (an ``open``) is the place holding that file (the file itself when no place does); one
+    that names none (a ``write`` call, numpy's short write) is the place whose disk has the least room."""
+    cause = full_disk(exc)
+    if cause is None:
+        return None
+    failed = Path(os.path.abspath(cause.filename)) if isinstance(cause, OSError) and cause.filename else None
+    homes = [(Path(os.path.abspath(p.path)), p) for p in places]
+    if failed is not None:
+        inside = [(home, p) for home, p in homes if failed.is_relative_to(home)]
+        place = max(inside, key=lambda hp: len(hp[0].parts))[1] if inside else Place("the file", failed, "")
+        return disk_full(cause, what=place.what, path=failed, key=place.key, run_id=run_id)
+    room = {p: free_bytes(home) for home, p in homes}
+    place = min(places, key=lambda p: (room[p] is None, room[p] or 0))  # a tie: the first listed
+    return disk_full(cause, what=place.what, path=place.path, key=place.key, run_id=run_id)
+
+
+def job_places(cache: Path, record: Path) -> list[Place]:
+    """Where a job writes besides the MLflow store (whose client names its own full disk): the job's output
+    folder (its ``record`` and Hydra's files and log), the stage cache, temporary files."""
+    return [Place("the job's output folder", record.parent, "hydra.run.dir / hydra.sweep.dir"),
+            Place("the stage cache", cache, "cache.dir"),
+            Place("temporary files", Path(tempfile.gettempdir()), "TMPDIR")]
 
 
 def _drop_full_disk(record: logging.LogRecord) -> bool:

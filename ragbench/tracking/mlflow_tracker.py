@@ -7,13 +7,17 @@ import functools
 import json
 import logging
 import math
+import os
 import re
+import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
@@ -30,6 +34,7 @@ _BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 MAX_PARAM_LEN = 6000
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # the tag MLflow lists a run's tables in (mlflow.utils.mlflow_tags)
+NOTE = "mlflow.note.content"  # the run's description in MLflow's UI (markdown)
 
 
 def mlflow_name(key: str) -> str:
@@ -115,26 +120,71 @@ class MlflowTracker:
         for key, value in EXPERIMENT_KIND.items():
             self.client.set_experiment_tag(experiment_id, key, value)
 
-    def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
+    def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None,
+                  start_time: int | None = None) -> str:
         """A new RUNNING run, with MLflow's standard source tags (commit, entry point, user); returns its id."""
+        return str(self._create(run_name=run_name, tags=tags, parent_run_id=parent_run_id,
+                                start_time=start_time).info.run_id)
+
+    def _create(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None,
+                start_time: int | None) -> Any:
         from ragbench.tracking.environment import source_tags
 
         all_tags = {**source_tags(), **{k: redact_text(str(v)) for k, v in tags.items()}}
         all_tags[OWNER_TAG] = owner()
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = self.client.create_run(self.experiment_id(), run_name=redact_text(run_name), tags=all_tags)
-        return str(run.info.run_id)
+        return self.client.create_run(self.experiment_id(), run_name=redact_text(run_name), tags=all_tags,
+                                      start_time=start_time)
 
     def copy_run(self, source: Any, *, run_name: str, parent_run_id: str | None, tags: Mapping[str, str]) -> str:
-        """A FINISHED copy of ``source``'s params, metrics and ragbench tags under another parent (the
-        source run is not touched); ``tags`` name the copy (its job number, overrides, origin)."""
-        kept = {k: v for k, v in source.data.tags.items() if not k.startswith("mlflow.") and k != OWNER_TAG}
-        run_id = self.start_run(run_name=run_name, parent_run_id=parent_run_id, tags={**kept, **tags})
+        """A FINISHED copy of ``source`` under another parent that looks like the run it stands for (the
+        source is not touched): its params, metrics with their history (a curve's every step), ragbench tags
+        and table list, dataset inputs, artifacts (the record, the case table, the config), start and end
+        times, and a note linking to the run that ran the job. ``tags`` name the copy (job number,
+        overrides, origin). A copy made by an older ragbench (params, metrics, tags) is copied from its
+        origin."""
+        from mlflow.entities import Metric
+
+        from ragbench.record import REUSED_FROM
+
+        origin_id = str(tags.get(REUSED_FROM) or source.info.run_id)
+        if origin_id != source.info.run_id:
+            with contextlib.suppress(Exception):  # deleted since: the copy at hand stands in for it
+                source = self.client.get_run(origin_id)
+        kept = {k: v for k, v in source.data.tags.items()
+                if (not k.startswith("mlflow.") or k == LOGGED_ARTIFACTS) and k != OWNER_TAG}
+        note = (f"A copy (resume=true) of run [{origin_id}](#/experiments/{source.info.experiment_id}/runs/"
+                f"{origin_id}), which ran this job: its results, artifacts and times.")
+        copy = self._create(run_name=run_name, parent_run_id=parent_run_id, start_time=source.info.start_time,
+                            tags={**kept, NOTE: note, **tags})
+        run_id = str(copy.info.run_id)
+        series = {m.key for m in source.data.to_proto().metrics if m.step != 0}  # curves: k as the step
+        points = [Metric(m.key, m.value, m.timestamp, m.step) for m in source.data.to_proto().metrics
+                  if m.key not in series]
+        for key in sorted(series):
+            points += self.client.get_metric_history(source.info.run_id, key)
         self.log_params(run_id, source.data.params)
-        self.log_metrics(run_id, source.data.metrics)
-        self.end_run(run_id, "FINISHED")
+        self._write(run_id, metrics=points)
+        if source.inputs is not None and source.inputs.dataset_inputs:
+            self.client.log_inputs(run_id, datasets=list(source.inputs.dataset_inputs))
+        self._copy_artifacts(source, copy)
+        self.end_run(run_id, "FINISHED", end_time=source.info.end_time)
         return run_id
+
+    def _copy_artifacts(self, source: Any, copy: Any) -> None:
+        """``source``'s artifacts into ``copy``'s: hard links between local folders (no second copy on disk),
+        else downloaded and uploaded."""
+        src, dst = _local(source.info.artifact_uri), _local(copy.info.artifact_uri)
+        if src is not None and dst is not None:
+            if src.is_dir():
+                shutil.copytree(src, dst, copy_function=_link_or_copy, dirs_exist_ok=True)
+            return
+        if not self.client.list_artifacts(source.info.run_id):
+            return
+        with tempfile.TemporaryDirectory(prefix="ragbench-copy-") as tmp:
+            files = self.client.download_artifacts(source.info.run_id, "", tmp)
+            self.client.log_artifacts(copy.info.run_id, files)
 
     def finished_runs_of(self, job_hash: str) -> list[Any]:
         """The FINISHED runs of one job (tag ``ragbench.job_hash``), newest first. Its RUNNING runs whose
@@ -275,9 +325,12 @@ class MlflowTracker:
                 raise
             self.client.log_inputs(run_id, datasets=[inp])
 
-    def end_run(self, run_id: str, status: str) -> None:
-        """FINISHED, FAILED or KILLED."""
-        self.client.set_terminated(run_id, status=status)
+    def end_run(self, run_id: str, status: str, *, end_time: int | None = None) -> None:
+        """FINISHED, FAILED or KILLED (at ``end_time``, ms since the epoch; default: now)."""
+        if end_time is None:
+            self.client.set_terminated(run_id, status=status)
+        else:
+            self.client.set_terminated(run_id, status=status, end_time=end_time)
 
     def runs_with_tag(self, key: str, value: str) -> list[Any]:
         """Runs of this experiment whose tag ``key`` equals ``value``, newest first."""
@@ -292,6 +345,25 @@ class MlflowTracker:
             [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
             max_results=5000,
         ))
+
+
+def _local(uri: str | None) -> Path | None:
+    """The folder of a local artifact URI (``file:///...`` or a plain path), else None."""
+    if not uri:
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(url2pathname(parsed.path))
+    return Path(uri) if not parsed.scheme else None
+
+
+def _link_or_copy(src: str, dst: str) -> object:
+    """A hard link (the same bytes, no second copy), else a copy (another disk, no hard links there)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        return shutil.copy2(src, dst)
+    return dst
 
 
 def table_json(rows: Sequence[Mapping[str, Any]]) -> str:

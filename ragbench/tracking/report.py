@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ragbench.judge.aggregate import FAILED_BY, coverage
+
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and squeeze the tables.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
@@ -20,8 +22,8 @@ HEADLINE = (
     "answer/locomo_f1_official", "judge/accuracy",
     "answer/refusal_accuracy", "answer/false_refusal_rate",
 )
-TYPE_COLUMNS = ("cases/total", "cases/failed", "retrieval/hit_at_5", "retrieval/mrr_at_10", "answer/f1",
-                "judge/accuracy")
+TYPE_COLUMNS = {"cases/total": "cases", "cases/failed": "failed", "retrieval/hit_at_5": "hit@5",
+                "retrieval/mrr_at_10": "mrr@10", "answer/f1": "f1", "judge/accuracy": "judge"}  # key -> label
 EXCLUDED = "counts/retrieval_excluded/"
 
 
@@ -68,6 +70,36 @@ def at_topk_rows(metrics: Mapping[str, float], topk: int | None) -> list[str]:
     return [*doc, *(f"retrieval/{m}_at_{topk}" for m in names)]
 
 
+NOT_JUDGED = "not judged"
+
+
+def judge_cell(metrics: Mapping[str, float], key: str) -> str:
+    """An LLM judge score's cell in a narrow table (the coverage is in the judge table): its value, or ``not
+    judged`` when no case was (coverage 0), never 0.0000."""
+    cov = coverage(metrics, key)
+    if key not in metrics or cov == 0.0:
+        return NOT_JUDGED if cov is not None else ""
+    return _fmt(metrics[key], key)
+
+
+def judge_rows(metrics: Mapping[str, float]) -> list[tuple[str, str, str, str]]:
+    """(score, end-to-end, successful only, coverage) of every LLM judge score the job logged or asked for in
+    vain (``judge/score`` is ``judge/accuracy`` on its 0-4 scale: left out). A judge with coverage 0 (no
+    verdict parsed) or no judged case at all reads ``not judged``."""
+    rows = []
+    for key in FAILED_BY:
+        cov = coverage(metrics, key)
+        if key == "judge/score" or (key not in metrics and cov != 0.0):
+            continue  # (a claim ratio whose denominator no case had is absent, its judge's coverage > 0)
+        ok = metrics.get(f"{key}_successful")
+        shown = "-" if cov is None else f"{cov:.0%}"
+        if key not in metrics or cov == 0.0 or (cov is None and ok is None):
+            rows.append((key, NOT_JUDGED, "", shown))
+        else:
+            rows.append((key, _fmt(metrics[key], key), _fmt(ok, key) if ok is not None else "", shown))
+    return rows
+
+
 def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mapping[str, str],
                 counts: Mapping[str, int], timings: Mapping[str, float], run_id: str | None,
                 topk: int | None = None) -> None:
@@ -94,25 +126,36 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
     body.add_column("successful only", justify="right")
     lead = at_topk_rows(metrics, topk)
     for key in (*lead, *(k for k in HEADLINE if k not in lead)):
-        if key in metrics:
+        if key in metrics and key not in FAILED_BY:  # an LLM judge's scores: in the judge table, with coverage
             ok = metrics.get(f"{key}_successful")
             body.add_row(key, _fmt(metrics[key], key), _fmt(ok, key) if ok is not None else "")
     console.print(body)
+    if judged := judge_rows(metrics):
+        judges = Table(title="LLM judges (coverage: share of the cases judged)", title_justify="left")
+        for name in ("judge score", "end-to-end", "successful only", "coverage"):
+            judges.add_column(name, justify="left" if name == "judge score" else "right")
+        for row in judged:
+            judges.add_row(*row)
+        console.print(judges)
     types = sorted({k.split("/")[1] for k in metrics if k.startswith("by_type/")})
     if types:
-        table = Table(title="by question type", title_justify="left")
-        table.add_column("type")
         cols = [c for c in TYPE_COLUMNS if any(f"by_type/{t}/{c}" in metrics for t in types)]
+        said = ", ".join(f"{TYPE_COLUMNS[c]} = {c}" for c in cols if not c.startswith("cases/"))
+        table = Table(title=f"by question type ({said})" if said else "by question type",
+                      title_justify="left")
+        table.add_column("type", overflow="fold")
         for c in cols:
-            table.add_column(c, justify="right")
+            table.add_column(TYPE_COLUMNS[c], justify="right", no_wrap=True)
         for t in types:
-            table.add_row(escape(t), *(_fmt(metrics.get(f"by_type/{t}/{c}", ""), c) for c in cols))
+            table.add_row(escape(t), *(judge_cell(metrics, f"by_type/{t}/{c}") if c in FAILED_BY
+                                       else _fmt(metrics.get(f"by_type/{t}/{c}", ""), c) for c in cols))
         console.print(table)
 
 
 def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[str, Any]]:
     """Rows grouped by dataset (datasets in name order), best ``sort_by`` first inside each group,
-    failed jobs last; each row gets its ``rank`` within its dataset. Scores of two datasets are not
+    failed jobs last; each row gets its ``rank`` within its dataset (rows tied on ``sort_by`` share the first
+    one's and are marked ``tied``). Scores of two datasets are not
     comparable, so a rank across them would mean nothing. Baselines (a ``baseline`` kind: retrieval=oracle
     or none) come after the configurations, unranked (``rank`` None): a bound, not a competitor."""
     order = {name: i for i, name in enumerate(sorted({str(r.get("dataset", "")) for r in rows}))}
@@ -122,15 +165,23 @@ def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[s
         return (order[str(r.get("dataset", ""))], bool(r.get("baseline")), r.get("status") != "FINISHED",
                 -float(score) if isinstance(score, int | float) else float("inf"))
 
+    from ragbench.tracking.runs_table import tied
+
     out = sorted(rows, key=key)
     seen: dict[str, int] = {}
+    last: dict[str, dict[str, Any]] = {}
     for r in out:
         ds = str(r.get("dataset", ""))
         if r.get("baseline"):
             r["rank"] = None
             continue
         seen[ds] = seen.get(ds, 0) + 1
+        before = last.get(ds)
         r["rank"] = seen[ds]
+        if before is not None and tied(before.get(sort_by), r.get(sort_by)):  # a tie shares the first rank
+            r["rank"] = before["rank"]
+            before["tied"] = r["tied"] = True
+        last[ds] = r
     return out
 
 

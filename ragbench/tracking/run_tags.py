@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,7 +21,37 @@ def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
         "ragbench.stages": str(cfg.get("stages", "all")),
         "ragbench.embedder": components.embedder.identity if components.embedder else "none",
         **component_tags(components), **environment_tags(), **routing_tag(components.routes),
+        **cost_tag(components),
     }
+
+
+def called_models(components: Components) -> tuple[list[str], int]:
+    """(litellm model strings, local models) of the models a job calls: the generator, the model judges, an
+    LLM query transform and an embedding API; a component declaring ``cost_basis = "local"`` counts as local."""
+    from ragbench.llm.pricing import CostBasis
+    from ragbench.protocols import PromptedGenerator, PromptedJudge, RemoteEmbedder
+    from ragbench.query.transforms import LLMTransform
+
+    models: list[str] = []
+    local = 0
+    for part in (components.generator, *components.judges.values(), components.query, components.embedder):
+        if isinstance(part, CostBasis) and part.cost_basis == "local":
+            local += 1
+        elif isinstance(part, PromptedGenerator) or isinstance(part, PromptedJudge) or isinstance(
+                part, RemoteEmbedder):
+            models.append(part.model)
+        elif isinstance(part, LLMTransform):
+            models.append(str(part.client.model))
+    return models, local
+
+
+def cost_tag(components: Components, price: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """``ragbench.cost_basis`` (``ragbench.llm.pricing``): priced, unpriced, local or none; ``price``: whether a
+    model has a price (default: litellm's offline cost map, imported only when some model is called)."""
+    from ragbench.llm.pricing import TAG, cost_basis, has_price
+
+    models, local = called_models(components)
+    return {TAG: cost_basis(models, local=local, price=price or has_price)}
 
 
 def _logged(components: Components) -> list[Any]:

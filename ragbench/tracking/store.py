@@ -7,20 +7,24 @@ temporary file under a file lock and moved into place with ``os.replace``, so th
 absent or complete. A half-made store from before (no schema version, no runs) is set aside and rebuilt.
 MLflow's migration runs once per user and schema: its result is kept empty (``template_dir``) and copied
 for each new store (a file copy instead of seconds of migration steps in every new folder). A store file
-sqlite cannot read (cut short, garbled) is one line naming it and the fix, before MLflow opens it.
+sqlite cannot read (cut short, garbled) is one line naming it and the fix, before MLflow opens it; so is a
+disk without room for a new store (its temp file removed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ragbench.errors import ConfigError
+from ragbench.tracking.disk_space import free_bytes, full_disk, size_text
 
 log = logging.getLogger(__name__)
 LOCK_TIMEOUT_S = 300.0
@@ -146,7 +150,7 @@ def _template() -> Path | None:
     folder = template_dir()
     if folder is None:
         return None
-    from filelock import FileLock, Timeout
+    from filelock import FileLock
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -154,25 +158,40 @@ def _template() -> Path | None:
         if not file.exists():
             with FileLock(f"{file}.lock", timeout=LOCK_TIMEOUT_S):
                 if not file.exists():
-                    tmp = file.with_name(f".{file.name}.creating-{os.getpid()}")
-                    _migrate(tmp)
-                    os.replace(tmp, file)
+                    _made(file, _migrate)
         return file if _schema_version(file) == (_head(), 0) else None
-    except (OSError, sqlite3.Error, Timeout) as exc:
+    except Exception as exc:  # noqa: BLE001 - no template (a full or read-only folder): migrate in place
         log.debug("no store template under %s (%s); migrating the store in place", folder, exc)
         return None
 
 
-def _build(path: Path) -> None:
-    """Creates a store in a temp file beside ``path`` (a copy of the template, else migrated there),
-    then moves it into place."""
+def _made(path: Path, make: Callable[[Path], object]) -> None:
+    """``make(tmp)`` into a temp file beside ``path``, then moved into place; on any failure the temp file
+    and sqlite's side files are removed, so nothing half-written is left behind."""
     tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    try:
+        make(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        for left in (tmp, *(tmp.with_name(tmp.name + end) for end in ("-journal", "-wal", "-shm"))):
+            with contextlib.suppress(OSError):
+                left.unlink(missing_ok=True)
+        raise
+
+
+def _build(path: Path, uri: str) -> None:
+    """Creates the store at ``path`` (a copy of the template, else migrated in a temp file beside it and
+    moved into place). A disk without room for it is one line naming the disk and the fix."""
     template = _template()
-    if template is not None:
-        shutil.copyfile(template, tmp)
-    else:
-        _migrate(tmp)
-    os.replace(tmp, path)
+    try:
+        _made(path, functools.partial(shutil.copyfile, template) if template is not None else _migrate)
+    except Exception as exc:
+        if full_disk(exc) is None:
+            raise
+        free = size_text(free_bytes(path.parent))
+        raise ConfigError(f"tracking.uri={uri}: no space left to create the store {path.resolve()} ({free} "
+                          "free on its disk); nothing was left behind; fix: free space there, or point "
+                          "tracking.uri (and tracking.artifact_root) at a disk with room") from None
 
 
 def prepare(uri: str) -> None:
@@ -196,13 +215,13 @@ def prepare(uri: str) -> None:
 
     try:
         with FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT_S):
-            _prepare_locked(path)
+            _prepare_locked(path, uri)
     except Timeout:
         raise ConfigError(f"tracking.uri={uri}: another process held {path}.lock for {LOCK_TIMEOUT_S:.0f} s while "
                           f"creating the store; fix: stop it, or delete the lock file if no ragbench runs") from None
 
 
-def _prepare_locked(path: Path) -> None:
+def _prepare_locked(path: Path, uri: str) -> None:
     if path.exists() and path.stat().st_size:
         version, runs = _schema_version(path)
         if version == _head() or (version is not None and runs):
@@ -214,5 +233,5 @@ def _prepare_locked(path: Path) -> None:
         os.replace(path, aside)
         log.warning("the tracking store %s was left half-made by an interrupted first run (no runs in it); "
                     "moved it to %s and built a new one", path, aside.name)
-    _build(path)
+    _build(path, uri)
 

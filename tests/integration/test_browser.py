@@ -162,6 +162,11 @@ def test_report_table_sorts_and_drilldown_shows_hits_gold_and_answer(sweep, brow
     assert len(column()) == 2
     table.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "report_table.png"))
+    records = page.locator("table.records th")
+    assert "95% CI (unadjusted)" in [records.nth(i).inner_text() for i in range(records.count())]
+    dd_head = page.locator("#dd-list thead th")
+    a_b = [dd_head.nth(i).inner_text() for i in (3, 4)]  # each score column names its run and its score
+    assert a_b[0].startswith("A: topk=") and a_b[0].endswith("(F1)") and a_b[1].startswith("B: topk=")
     page.locator("#dd-list tr.q").first.click()
     detail = page.locator("#dd-list .detail")
     text = detail.inner_text()

@@ -69,3 +69,22 @@ def test_shards_of_several_encode_blocks_are_the_full_encodes_bytes(tmp_path, mo
     assert search.data.metrics["ingest/embedded_texts"] == 0 and alone.data.metrics["ingest/embedded_texts"] > 0
     assert np.array_equal(_vectors(shared), _vectors(tmp_path / "alone"))
     assert _retrieval(search) == _retrieval(alone)
+
+
+def test_a_shard_sweep_rerun_with_another_cache_encodes_its_shards_there(tmp_path):
+    """Issue 45.8b: rerun with a new cache.dir, every encode job was skipped as "already finished", no shard
+    was written, and the search job then encoded the whole corpus with no word. Resume follows the cache."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    sweep = ["-m", "stages=encode", "embedder.shard=0/2,1/2", *SAMPLE]
+    assert ragbench([*sweep, f"cache.dir={first}"], tmp_path).returncode == 0
+    rerun = ragbench([*sweep, f"cache.dir={second}"], tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    said = rerun.stdout + rerun.stderr
+    assert said.count("its index shard is not in the cache at") == 2
+    assert "shown in this sweep as run" not in said
+    assert len(list((second / "index_shard").glob("*/manifest.json"))) == 2  # both shards, in the new cache
+    search, _ = run_job([*QASPER, f"cache.dir={second}"], tmp_path)
+    assert search.data.metrics["cache/index_shard/hits"] == 2
+    assert search.data.metrics["ingest/embedded_texts"] == 0  # assembled from them: nothing encoded
+    again = ragbench([*sweep, f"cache.dir={second}"], tmp_path)  # in this cache now: finished, copied
+    assert again.returncode == 0 and (again.stdout + again.stderr).count("shown in this sweep as run") == 2

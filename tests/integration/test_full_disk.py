@@ -46,6 +46,20 @@ def _store(self, stage, key, stage_dir, target, manifest, value, save):
     raise OSError(errno.ENOSPC, "No space left on device", str(target))
 StageCache._store = _store
 """
+# The disk under the working folder is full (the stage cache's has room): the case lines of the job's record
+# (cases.jsonl, flushed as each case finishes) fail with ENOSPC, which names no file.
+FULL_OUTPUT = """
+import errno, os, shutil
+from ragbench.record import RecordWriter
+usage = shutil.disk_usage
+def _usage(path):
+    here = usage(path)
+    return here._replace(free=0) if os.path.abspath(path).startswith(os.path.abspath("multirun")) else here
+shutil.disk_usage = _usage
+def _case(self, record):
+    raise OSError(errno.ENOSPC, "No space left on device")
+RecordWriter.case = _case
+"""
 RUN = "import sys\nsys.argv = ['ragbench', *sys.argv[1:]]\nfrom ragbench.__main__ import cli\ncli()\n"
 
 
@@ -137,3 +151,13 @@ def test_a_store_cut_to_half_its_size_is_one_line_naming_it_and_the_fix(tmp_path
     [line] = [ln for ln in proc.stderr.splitlines() if "is damaged" in ln]
     assert f"the store {store} is damaged ({len(data) // 2:,} bytes where its header says {len(data):,}" in line
     assert f"fix: move it aside (mv {store} {store}.damaged) and rerun" in line
+
+
+def test_a_full_disk_under_the_working_folder_names_that_disk_not_the_stage_cache(tmp_path):
+    """Issue 45.5: this was "no space left for the stage cache ... (78.2 GB free there) ... point cache.dir at
+    a disk with room"."""
+    cache = tmp_path / "elsewhere" / "cache"
+    line = _one_line(_ragbench(tmp_path, [*SWEEP, f"cache.dir={cache}"], FULL_OUTPUT),
+                     f"the job's output folder {tmp_path}/multirun/")
+    assert "(0 bytes free there)" in line and "point hydra.run.dir / hydra.sweep.dir at a disk with room" in line
+    assert "for the stage cache" not in line and "cache.dir" not in line and "ended KILLED" in line

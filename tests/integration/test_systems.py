@@ -31,7 +31,10 @@ def test_responses_round_trip_reproduces_every_metric(tmp_path: Path) -> None:
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 12 and all(r["contexts"] and "answer" in r for r in records)
 
-    again, _ = run_job([*base, "system=responses", f"system.path={out}", "expander=parent"], tmp_path)
+    # read back without the run's retrieval.topk: the file carries it (ragbench.exported)
+    read_back = [k for k in base if not k.startswith("retrieval.topk=")]
+    again, _ = run_job([*read_back, "system=responses", f"system.path={out}", "expander=parent"], tmp_path)
+    assert again.data.params["retrieval.topk"] == "3"
     logged, read = native.data.metrics, again.data.metrics
     keys = sorted(k for k in logged if not k.startswith(VOLATILE))
     assert len(keys) > 50

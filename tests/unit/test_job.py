@@ -216,3 +216,46 @@ def test_the_job_life_reads_top_to_bottom_in_one_short_module():
     from pathlib import Path
 
     assert len(Path(job_module.__file__).read_text().splitlines()) <= 200
+
+
+class ResumingTracker(RecordingTracker):
+    """A store holding one FINISHED run of the job: a ``stages=encode`` run whose shard went to ``key``."""
+
+    def __init__(self, tags: Mapping[str, str]) -> None:
+        super().__init__()
+        self.done = SimpleNamespace(info=SimpleNamespace(run_id="old"), data=SimpleNamespace(tags=dict(tags),
+                                                                                             metrics={}))
+        self.copies: list[str] = []
+
+    def finished_runs_of(self, job_hash: str) -> list[Any]:
+        return [self.done]
+
+    def copy_run(self, source: Any, **kwargs: Any) -> str:
+        self.copies.append(source.info.run_id)
+        return "copy"
+
+
+ENCODED = {"ragbench.stages": "encode", "ragbench.cache_key.index_shard": "k" * 16}
+
+
+@pytest.mark.parametrize(("tags", "in_cache", "reused"), [
+    (ENCODED, True, True),  # its shard is in this cache.dir: finished
+    (ENCODED, False, False),  # encoded into another cache.dir (or pruned): not in this one, so it runs
+    ({"ragbench.stages": "all"}, False, True),  # a scored job: its results are in MLflow, whatever the cache
+], ids=["shard-here", "shard-elsewhere", "scored-job"])
+def test_resume_follows_the_cache_for_an_encode_job(tmp_path, caplog, tags, in_cache, reused):
+    """Issue 45.8b: rerunning a shard-encode sweep with a new cache.dir skipped every job as finished,
+    wrote no shard, and the search job then encoded the whole corpus with no word."""
+    cache = tmp_path / "cache"
+    if in_cache:
+        (cache / "index_shard" / ("k" * 16)).mkdir(parents=True)
+        (cache / "index_shard" / ("k" * 16) / "manifest.json").write_text("{}")
+    cfg = OmegaConf.merge(CFG, {"objective": None, "cache": {"dir": str(cache)}})
+    tracker = ResumingTracker(tags)
+    job = Job(cfg, tracker, name="#0 x", parent="p", multirun=True,  # type: ignore[arg-type]
+              folder=tmp_path / "record")
+    with caplog.at_level("INFO"):
+        job.run(_finish, COMPONENTS)  # type: ignore[arg-type]
+    assert tracker.copies == (["old"] if reused else [])
+    assert tracker.ended == ([] if reused else [("run-1", "FINISHED")])  # not reused: it ran, in its own run
+    assert ("its index shard is not in the cache at" in caplog.text) == (not reused)

@@ -85,3 +85,20 @@ def test_preflight_checks_each_component_once_in_order_and_stops_at_the_first_fa
     components.retriever.needs_vectors = True
     preflight(components)
     assert calls == ["embedder", "generator", "judge"]
+
+
+def test_a_rate_at_the_limit_keeps_the_job_and_says_so(caplog):
+    """3 of 6 failed at max_failure_rate=0.5: FINISHED, no longer silently (issue 47: LLMTimeoutError x3)."""
+    cases = [_case(i, i < 3, "LLMTimeoutError") for i in range(6)]
+    with caplog.at_level("WARNING", logger="ragbench.outcome"):
+        check(cases, 0.5)
+    assert len(caplog.records) == 1
+    line = caplog.records[0].getMessage()
+    assert "3 of 6 cases failed: failure rate 0.500 = max_failure_rate=0.5, at the limit" in line
+    assert "lower max_failure_rate" in line and "\n" not in line
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="ragbench.outcome"):
+        check([_case(i, i < 2) for i in range(6)], 0.5)  # below the limit: nothing to say
+        check([_case(i, True) for i in range(6)], 1.0)  # max_failure_rate=1 keeps every job, as documented
+        check([_case(i, False) for i in range(6)], 0.0)
+    assert not caplog.records

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ragbench.generate")
 CONF_ROOT = Path(__file__).resolve().parents[2] / "conf"
 LLM_TARGET = "ragbench.generate.llm.LLMGenerator"
+LOCAL_TARGET = "ragbench.generate.local.LocalGenerator"  # llm=local: a model ragbench runs itself
 
 
 def compose(overrides: list[str]) -> DictConfig:
@@ -77,6 +78,13 @@ def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> 
 
     accepted = set(inspect.signature(LLMClient).parameters) - {"role"}
     kwargs = {k: node[k] for k in node if k in accepted}
+    if node.get("_target_") == LOCAL_TARGET:  # llm=local: the local client, with the node's local keys
+        from ragbench.llm.local import local_model
+
+        kwargs = {k: node[k] for k in node if k != "_target_" and k not in ("prompt", "dataset")}
+        kwargs.update(overrides or {})
+        kwargs["model"] = local_model(kwargs.get("model"))  # the critic's too (critic.model: ${llm.model})
+        return LLMClient(**kwargs, role=role)
     kwargs.update(overrides or {})
     return LLMClient(**kwargs, role=role)
 
@@ -139,7 +147,7 @@ def cmd_generate(overrides: list[str]) -> int:
     offline.set_defaults()
 
     cfg = compose(overrides)
-    if cfg.llm.get("_target_") != LLM_TARGET:
+    if cfg.llm.get("_target_") not in (LLM_TARGET, LOCAL_TARGET):
         raise ConfigError(f"llm={cfg.llm.get('model')} is not an LLM; writing questions needs one\n  fix: add "
                           "llm=openai (or llm=openai_compatible llm.api_base=..., llm=anthropic, llm=ollama)")
     n = int(cfg.n)
@@ -190,7 +198,7 @@ def cmd_generate(overrides: list[str]) -> int:
     if journal.done:
         log.info("resuming: %d of %d slots already done in %s", len(journal.done), len(slots), journal.path)
     settings = Settings(n=n, threshold=int(critic_cfg.threshold), parse_retries=int(cfg.parse_retries),
-                        max_concurrency=int(llm.max_concurrency), related=int(critic_cfg.related))
+                        max_concurrency=gen_client.follow_slots(), related=int(critic_cfg.related))
     worker = SlotWorker(tree=tree, prompts=prompts, generator=gen_client, critic=critic_client, settings=settings)
     tick = _progress()
     try:

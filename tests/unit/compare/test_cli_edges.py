@@ -39,7 +39,12 @@ CASES = [
     ("tolerance-nan", ["--tolerance", "nan"], "--tolerance nan: use a finite number >= 0", False),
     ("tolerance-inf", ["--tolerance", "inf"], "--tolerance inf: use a finite number >= 0", False),
     ("tolerance-negative", ["--tolerance", "-0.1"], "--tolerance -0.1: use a finite number >= 0", False),
-    ("alpha-nan", ["--alpha", "nan"], "--alpha nan: use a number between 0 and 1", False),
+    ("alpha-nan", ["--alpha", "nan"], "--alpha nan: use a number from 0.0001 up to 1 (not 1)", False),
+    # 1e-320 passed the old range check, then 2 m / alpha randomisations overflowed (OverflowError)
+    ("alpha-subnormal", ["--alpha", "1e-320"], "--alpha 1e-320: use a number from 0.0001 up to 1", False),
+    ("alpha-tiny", ["--alpha", "1e-9"], "--alpha 1e-09: use a number from 0.0001 up to 1 (not 1), e.g. 0.05",
+     False),
+    ("alpha-one", ["--alpha", "1"], "--alpha 1.0: use a number from 0.0001 up to 1 (not 1)", False),
     ("resamples-too-many", ["--resamples", "1000001"], "--resamples 1000001: use 100 to 1,000,000", False),
     ("resamples-too-few", ["--resamples", "10"], "--resamples 10: use 100 to 1,000,000", False),
     ("json-under-a-file", ["--json", "{file}/cmp.json"], "afile is a file, not a folder", False),

@@ -201,3 +201,31 @@ def test_baseline_file_without_a_matching_run_is_refused(tmp_path):
 ])
 def test_config_label(name, label):
     assert config_label(name) == label
+
+
+def test_a_judge_score_one_run_never_measured_is_not_compared_as_zeros():
+    """No verdict of run b parsed (its job logs no judge/correctness): b is not 'worse' on zeros, it is
+    left out with a note; a failed case still counts 0 (issue 47)."""
+    f1 = list(scores(20, 1))
+    judged = rows(f1)
+    for r in judged:
+        r["judge/correctness"] = 0.5
+    comp, _ = analyse([run("a", judged), run("b", rows(f1))], metrics=["judge/correctness", "answer/f1"],
+                      baseline="a", resamples=200)
+    assert not [r for r in comp.records if r.run == "b" and r.metric == "judge/correctness"]
+    assert any("judge/correctness not compared" in n for n in comp.notes)
+    assert _overall(comp, "b", "answer/f1").verdict == stats.SAME
+    some = rows(f1, failed=[0])
+    for r in some[1:]:
+        r["judge/correctness"] = 0.5
+    comp, _ = analyse([run("a", judged), run("c", some)], metrics=["judge/correctness"], baseline="a", resamples=200)
+    assert _overall(comp, "c", "judge/correctness").value == pytest.approx(0.5 * 19 / 20)  # the failed case: 0
+
+
+@pytest.mark.parametrize("alpha", [1e-320, 1e-9, 0.0, 1.0, float("nan")])
+def test_an_alpha_no_comparison_can_use_is_one_config_error(alpha):
+    a, b = run("a", rows(scores(40, 1))), run("b", rows(scores(40, 2)))
+    with pytest.raises(ConfigError, match=r"^--alpha .*: use a number from 0.0001 up to 1 \(not 1\)"):
+        analyse([a, b], metrics=["answer/f1"], baseline="a", resamples=200, alpha=alpha)
+    comp, _ = analyse([a, b], metrics=["answer/f1"], baseline="a", resamples=200, alpha=1e-4)
+    assert comp.alpha == 1e-4

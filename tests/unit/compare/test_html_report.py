@@ -126,3 +126,13 @@ def test_baseline_and_varying_params_from_run_names():
     assert baseline_kind(runs[1], {"ragbench.baseline": "oracle"}) == "oracle"
     cols, values = varying_params(runs)
     assert cols == ["retrieval", "topk", "dataset"] and values["z"] == {"retrieval": "", "topk": "5", "dataset": "d"}
+
+
+def test_the_ci_is_said_unadjusted_beside_the_holm_verdict(report):
+    html = report[0]
+    table = re.search(r'<table class="sortable records">.*?</table>', html, re.S).group(0)
+    assert "95% CI (unadjusted)" in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)
+    assert "<b>not adjusted</b>" in html and "Holm-adjusted p" in html
+    assert "paired CI around the baseline, unadjusted" in html  # the charts say it too
+    # the question list's score columns name their run and score (rendered by the script)
+    assert "'A: '+(L[a]||a)+' ('+scoreName(X,a)+')'" in html and "'judge accuracy':'F1'" in html

@@ -110,3 +110,20 @@ def test_a_local_zip_with_another_checksum_is_refused(tmp_path: Path, capsys: py
     err = capsys.readouterr().err
     assert "expected the published 5f7d1de60b170fc8027bb7898e2efca1" in err and "Traceback" not in err
     assert not (tmp_path / "dest" / "corpus.jsonl").exists()
+
+
+def test_a_repeated_query_id_is_refused_with_its_lines(tmp_path: Path) -> None:
+    root = write_beir(tmp_path / "b")
+    queries = root / "queries.jsonl"
+    lines = queries.read_text(encoding="utf-8").splitlines()  # q1 on line 1, q2 on line 2
+    lines += ['{"_id": "q1", "text": "another question"}', '{"_id": "q2", "text": "x"}',
+              '{"_id": 2, "text": "y"}', '{"_id": "2", "text": "z"}']
+    queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        _load(root)
+    first, fix = str(info.value).split("\n")
+    assert first == (f"dataset 'beir', file '{queries}', field '_id': 3 query ids occur more than once: "
+                     "'q1' on lines 1, 10; 'q2' on lines 2, 11; '2' on lines 12, 13 (they would be merged "
+                     "into one question)")
+    assert fix == ("  fix: give every line of queries.jsonl its own _id (the official files repeat none: "
+                   "re-download it)")

@@ -251,5 +251,5 @@ def test_document_relevance_maps_onto_chunks_and_document_metrics(tmp_path: Path
     hits = [Hit(notes.chunk_id, 1.0, 1), Hit(ferry.chunk_id, 0.5, 2)]
     scores = case_document_scores(adapter, tree, emap, q, hits, 5)
     assert scores["retrieval/doc/recall_at_1"] == 0.0 and scores["retrieval/doc/recall_at_5"] == 1.0
-    assert scores["retrieval/doc/mrr"] == 0.5
+    assert scores["retrieval/doc/mrr_at_10"] == 0.5
     assert case_document_scores(adapter, tree, emap, q, hits, 5, scope="document") == {}  # own documents only

@@ -290,3 +290,144 @@ def test_cli_financebench_pdfs_end_to_end(server, tmp_path, monkeypatch, pdf):
     assert es.tags == {"corpus": "pdfs"} and len(es.queries) == 30
     assert all(len(d.sections) == 2 for d in es.documents)
     assert es.stats["evidence_page_out_of_range"] > 0  # these toy filings are shorter than the real ones
+
+
+# --zip of an archive whose checksum is not pinned (SyllabusQA's GitHub zip): corrupt, oversized, incomplete
+
+SYLLABUS_FILES = [f"data/dataset_split/{s}.{f}" for s in ("train", "val", "test") for f in ("csv", "json")]
+
+
+def _syllabus_zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(f"SyllabusQA-abc/{name}", data)
+    return path
+
+
+def _install(archive: Path, dest: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["download", "syllabusqa", "--zip", str(archive), "--dest", str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 2  # the error and its fix
+    assert err.startswith(f"error: dataset 'syllabusqa': {archive} ")
+    assert "fix: download https://codeload.github.com/umass-ml4ed/SyllabusQA/zip/" in err
+    return err
+
+
+def _left(dest: Path) -> list[str]:
+    return sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) if dest.exists() else []
+
+
+def _corrupt(kind: str, tmp_path: Path) -> Path:
+    good = _syllabus_zip(tmp_path / "good.zip", {rel: b"x" * 5000 for rel in SYLLABUS_FILES})
+    data = bytearray(good.read_bytes())
+    if kind == "noise":
+        data = bytearray(b"\x00not an archive\xff" * 100)
+    elif kind == "cut zip":
+        data = data[: len(data) // 2]
+    elif kind == "bad member":  # the central directory is intact, a member's compressed bytes are not
+        start = data.index(b"SyllabusQA-abc/data/dataset_split/val.csv") + 60
+        data[start:start + 40] = b"\xff" * 40
+    elif kind == "cut tgz":
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for rel in SYLLABUS_FILES:
+                info = tarfile.TarInfo(f"SyllabusQA-abc/{rel}")
+                payload = bytes(range(256)) * 400
+                info.size = len(payload)
+                tf.addfile(info, io.BytesIO(payload))
+        data = bytearray(buf.getvalue()[: len(buf.getvalue()) // 2])
+    out = tmp_path / f"{kind.replace(' ', '-')}.zip"
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize(("kind", "words"), [
+    ("noise", "is not a readable .zip or .tar(.gz) archive (ReadError: "),
+    ("cut zip", "is not a readable .zip or .tar(.gz) archive ("),
+    ("bad member", "member SyllabusQA-abc/data/dataset_split/val.csv cannot be read ("),
+    ("cut tgz", "cannot be read ("),  # cut inside a member
+])
+def test_a_corrupt_archive_without_a_pinned_checksum_is_one_error(tmp_path, capsys, kind, words):
+    dest = tmp_path / "dest"
+    err = _install(_corrupt(kind, tmp_path), dest, capsys)
+    assert words in err and "nothing was installed" in err
+    assert _left(dest) == []
+
+
+def test_an_archive_over_the_bound_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(dl, "UNVERIFIED_MAX_BYTES", 100_000)
+    members = {rel: b"" for rel in SYLLABUS_FILES} | {"data/dataset_split/train.csv": bytes(150_000)}
+    err = _install(_syllabus_zip(tmp_path / "bomb.zip", members), tmp_path / "dest", capsys)
+    assert "unpacks to more than 0 MB (the sizes its members declare), the bound for an archive whose " \
+           "checksum is not pinned; nothing was installed" in err
+    assert _left(tmp_path / "dest") == []
+
+
+def test_a_tar_over_the_bound_is_stopped_while_streaming_and_cleaned_up(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(dl, "UNVERIFIED_MAX_BYTES", 100_000)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for rel, size in [("data/dataset_split/test.csv", 60_000), ("data/dataset_split/train.csv", 60_000)]:
+            info = tarfile.TarInfo(f"SyllabusQA-abc/{rel}")
+            info.size = size
+            tf.addfile(info, io.BytesIO(bytes(size)))
+    archive = tmp_path / "bomb.tgz"
+    archive.write_bytes(buf.getvalue())
+    err = _install(archive, tmp_path / "dest", capsys)
+    assert "unpacks to more than 0 MB (at member SyllabusQA-abc/data/dataset_split/train.csv)" in err
+    assert _left(tmp_path / "dest") == []  # test.csv, written first, went with the staging folder
+
+
+def test_a_tar_member_longer_than_the_bound_is_refused_from_its_header(tmp_path, monkeypatch):
+    monkeypatch.setattr(dl, "UNVERIFIED_MAX_BYTES", 100_000)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("SyllabusQA-abc/data/dataset_split/test.csv")
+        info.size = 150_000
+        tf.addfile(info, io.BytesIO(bytes(info.size)))
+    archive = tmp_path / "bomb.tgz"
+    archive.write_bytes(buf.getvalue())
+    written: list[int] = []
+    monkeypatch.setattr(dl, "_copy", lambda *a: written.append(1))
+    spec = sources.SOURCES["syllabusqa"].files[0].unpack
+    with pytest.raises(dl.ArchiveError, match=r"more than 0 MB \(at member SyllabusQA-abc/data/"):
+        dl.unpack(archive, spec, tmp_path / "dest", max_bytes=dl.UNVERIFIED_MAX_BYTES)
+    assert written == [] and _left(tmp_path / "dest") == []
+
+
+def test_an_archive_without_an_expected_member_leaves_nothing_and_keeps_earlier_files(tmp_path, capsys):
+    dest = tmp_path / "dest"
+    (dest / "data/dataset_split").mkdir(parents=True)
+    (dest / "data/dataset_split/test.csv").write_text("earlier\n")
+    members = {rel: b"new\n" for rel in SYLLABUS_FILES if rel != "data/dataset_split/val.json"}
+    err = _install(_syllabus_zip(tmp_path / "part.zip", members), dest, capsys)
+    assert "holds no data/dataset_split/val.json; nothing was installed" in err
+    assert _left(dest) == ["data", "data/dataset_split", "data/dataset_split/test.csv"]
+    assert (dest / "data/dataset_split/test.csv").read_text() == "earlier\n"
+
+
+def test_members_are_streamed_not_read_whole(tmp_path):
+    import tracemalloc
+
+    big = 16 * dl.CHUNK * 16  # 16 MiB of zeros: a few KB compressed
+    archive = _syllabus_zip(tmp_path / "big.zip", {rel: bytes(big) if rel.endswith("train.csv") else b"x"
+                                                   for rel in SYLLABUS_FILES})
+    spec = sources.SOURCES["syllabusqa"].files[0].unpack
+    tracemalloc.start()
+    try:
+        written = dl.unpack(archive, spec, tmp_path / "dest", expect=tuple(SYLLABUS_FILES),
+                            max_bytes=dl.UNVERIFIED_MAX_BYTES)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sorted(written) == sorted(SYLLABUS_FILES)
+    assert (tmp_path / "dest/data/dataset_split/train.csv").stat().st_size == big
+    assert peak < big / 8  # a member read whole would hold all 16 MiB at once
+
+
+def test_an_installed_unpinned_archive_is_recorded_unverified(tmp_path, capsys):
+    archive = _syllabus_zip(tmp_path / "ok.zip", {rel: b"id\n" for rel in SYLLABUS_FILES})
+    assert main(["download", "syllabusqa", "--zip", str(archive), "--dest", str(tmp_path / "dest")]) == 0
+    entry = json.loads((tmp_path / "dest" / dl.MANIFEST).read_text())[".downloads/SyllabusQA.zip"]
+    assert entry["verified"] is False and entry["unpacked"] == SYLLABUS_FILES
+    assert [p.name for p in (tmp_path / "dest").iterdir() if p.name.startswith(".unpack-")] == []

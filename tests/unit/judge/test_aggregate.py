@@ -115,3 +115,38 @@ def test_locomo_official_overall_beside_the_category_1_to_4_overall():
     assert m["answer/locomo_f1_official"] == pytest.approx((1.0 + 0.8 + 1.0 + 0.0) / 4)
     assert m["answer/locomo_f1_official_successful"] == pytest.approx((1.0 + 0.8 + 1.0) / 3)
     assert "by_type/c5/answer/locomo_f1" not in m and m["by_type/c5/answer/locomo_f1_official"] == 0.5
+
+
+def _judged(qtype, verdicts, failed=False):
+    """A case the LLM judge saw: ``verdicts`` maps a rubric to its 0-1 score, or None when no reply parsed."""
+    c = case(qtype, f1=0.5, failed=failed)
+    scores = dict(c.scores)
+    for rubric, value in verdicts.items():
+        scores[f"judge/{rubric}/judge_failed"] = float(value is None)
+        if value is not None:
+            scores[f"judge/{rubric}"] = value
+    scores["judge/judge_failed"] = float(any(v is None for v in verdicts.values()))
+    return CaseResult(query=c.query, hits=(), contexts=(), answer=c.answer, scores=scores, status=c.status)
+
+
+def test_a_judge_metric_no_case_produced_is_not_logged_as_zero():
+    """2 of 72 verdicts parsed with SmolLM2: correctness never parsed, so it is absent, not 0.0000 (issue 47)."""
+    from ragbench.judge.aggregate import coverage
+
+    class Judge:
+        score_keys = ("judge/accuracy", "judge/correctness", "judge/score")
+
+    cases = [_judged("x", {"accuracy": 1.0, "correctness": None}), _judged("x", {"accuracy": None, "correctness": None}),
+             _judged("y", {"accuracy": None, "correctness": None})]
+    m = aggregate(cases, score_keys([Judge()]))
+    assert "judge/correctness" not in m and "judge/correctness_successful" not in m
+    assert "judge/score" not in m  # declared, never produced by this judge (no judge/score in these cases)
+    assert m["judge/accuracy"] == pytest.approx(1 / 3)  # produced by one case: the unjudged ones count 0
+    assert m["judge/accuracy_successful"] == 1.0
+    assert "by_type/y/judge/accuracy" not in m  # no case of type y was judged
+    assert coverage(m, "judge/accuracy") == pytest.approx(1 / 3) and coverage(m, "judge/correctness") == 0.0
+    assert coverage(m, "by_type/x/judge/accuracy") == 0.5 and coverage(m, "by_type/y/judge/accuracy") == 0.0
+    assert coverage(m, "answer/f1") is None and coverage({}, "judge/accuracy") is None  # not a judge score, an old run
+    # a job whose every case failed keeps compare's rule: every declared score is 0, not absent
+    dead = aggregate([_judged("x", {"accuracy": None}, failed=True)], score_keys([Judge()]))
+    assert dead["judge/correctness"] == 0.0 and dead["judge/accuracy"] == 0.0

@@ -167,3 +167,33 @@ def test_every_probe_setting_has_a_definition():
     from ragbench.judge.probes import DEFINITIONS
 
     assert tuple(DEFINITIONS) == PROBES
+
+
+def test_labels_off_the_scale_are_refused_before_any_judge_is_asked():
+    from ragbench.judge.labels import LabelsError
+
+    judge = Judge()
+    labels = LabelSet(path="mem.jsonl", sha256="0" * 64, items=(*ITEMS, _item(99, 5)))
+    with pytest.raises(LabelsError, match=r"labels.faithfulness is 5, but scale=binary allows 0 or 1"):
+        calibrate(labels, {"llm": judge}, Settings(probes=(), **FAST))
+    assert judge.calls == 0
+    rubric = Settings(scale="rubric", max_score=5, probes=(), **FAST)
+    calibrate(labels, {"llm": Judge(lambda q, c, a: 1.0)}, rubric)  # 5 is on a 0-5 rubric
+
+
+def test_zero_parseable_verdicts_say_exactly_that():
+    """The judge was asked for faithfulness and none of its replies parsed (issue 47: SmolLM2 restated the
+    answer): one line saying so, not "choose a judge that scores faithfulness"."""
+    from ragbench.errors import JobFailedError
+
+    class Unparsed(Judge):
+        score_keys = ("judge/faithfulness",)
+
+    with pytest.raises(JobFailedError) as info:
+        calibrate(LABELS, {"llm": Unparsed(lambda q, c, a: None)}, Settings(probes=(), **FAST), judge_model="m135")
+    text = str(info.value)
+    assert text.startswith("0 parseable verdicts: the judge (m135) was asked for judge/faithfulness on 12 items")
+    assert "no chosen judge" not in text and "\n" not in text and "fix:" in text
+    calls_fail = Unparsed(lambda q, c, a: (_ for _ in ()).throw(LLMError("timeout")))  # every call failed
+    with pytest.raises(JobFailedError, match="^0 parseable verdicts"):
+        calibrate(LABELS, {"llm": calls_fail}, Settings(probes=(), **FAST))

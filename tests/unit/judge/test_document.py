@@ -44,13 +44,23 @@ def test_hand_worked_several_chunks_of_one_document() -> None:
     assert s["retrieval/doc/precision_at_4"] == pytest.approx(2 / 4, abs=1e-12)
     assert s["retrieval/doc/map_at_4"] == pytest.approx((1 / 1 + 2 / 4) / 3, abs=1e-12)
     assert s["retrieval/doc/precision_at_6"] == pytest.approx(2 / 6, abs=1e-12)  # four documents, P@6 over 6
-    assert s["retrieval/doc/mrr"] == 1.0
+    assert s["retrieval/doc/mrr_at_10"] == 1.0 and "retrieval/doc/mrr" not in s  # no uncut MRR
     assert SELF_HIT not in s
+
+
+def test_mrr_is_one_per_ranking_whatever_the_depth_scored():
+    # a top-k sweep scores max(10, top-k) hits of one ranking: chunks of A fill the first 10, B comes 11th
+    ranked = ["A"] * 10 + ["B", "C"] + ["D"] * 88
+    qrels = {"B": 1}
+    at = {k: document_scores(ranked[:max(10, k)], qrels, document_ks(k)) for k in (5, 10, 20, 100)}
+    assert {k: s["retrieval/doc/mrr_at_10"] for k, s in at.items()} == {5: 0.0, 10: 0.0, 20: 0.0, 100: 0.0}
+    assert at[20]["retrieval/doc/mrr_at_20"] == 0.5  # the cut-off in the name reads its own depth
+    assert not any(key == "retrieval/doc/mrr" for s in at.values() for key in s)
 
 
 def test_identical_ids_are_removed_and_counted() -> None:
     s = document_scores(["Q", "A", "Q", "B"], {"B": 1}, [1, 2], ignore=["Q"])
-    assert s["retrieval/doc/mrr"] == 0.5 and s["retrieval/doc/hit_at_2"] == 1.0 and s[SELF_HIT] == 1.0
+    assert s["retrieval/doc/mrr_at_10"] == 0.5 and s["retrieval/doc/hit_at_2"] == 1.0 and s[SELF_HIT] == 1.0
     assert document_scores(["A", "B"], {"B": 1}, [2], ignore=["Q"])[SELF_HIT] == 0.0
     assert document_scores(["A"], {}, [1]) == {}
 
@@ -90,7 +100,7 @@ def test_equal_to_pytrec_eval_on_a_beir_fixture(tmp_path: Path) -> None:
     pytrec_eval = pytest.importorskip("pytrec_eval")
     adapter, (es, tree), runs = _bm25_runs(write_beir(tmp_path / "b"), DocumentChunker())
     matcher = EvidenceMatcher(tree)
-    qrels, run, ours = {}, {}, {}
+    qrels, run, run10, ours = {}, {}, {}, {}
     self_hits = 0
     for q in es.queries:
         emap = matcher.match(q)
@@ -98,16 +108,19 @@ def test_equal_to_pytrec_eval_on_a_beir_fixture(tmp_path: Path) -> None:
         hits = runs[q.qid]
         # BEIR's EvaluateRetrieval: the document whose id is the query's is popped from the results
         run[q.qid] = {tree[h.chunk_id].doc_id: 1.0 / h.rank for h in hits if tree[h.chunk_id].doc_id != q.qid}
+        run10[q.qid] = {tree[h.chunk_id].doc_id: 1.0 / h.rank for h in hits[:10]
+                        if tree[h.chunk_id].doc_id != q.qid}
         ours[q.qid] = case_document_scores(adapter, tree, emap, q, hits, 100)
         self_hits += ours[q.qid][SELF_HIT] == 1.0
     assert self_hits == 1  # the query "glacier-2" retrieves the document "glacier-2": ignored, counted
     official = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100", "map_cut.100", "recip_rank"})
     got = official.evaluate(run)
+    first10 = official.evaluate(run10)  # MRR@10: recip_rank of the documents of the first 10 hits
     for qid, theirs in got.items():
         assert ours[qid]["retrieval/doc/ndcg_at_10"] == pytest.approx(theirs["ndcg_cut_10"], abs=1e-9)
         assert ours[qid]["retrieval/doc/recall_at_100"] == pytest.approx(theirs["recall_100"], abs=1e-9)
         assert ours[qid]["retrieval/doc/map_at_100"] == pytest.approx(theirs["map_cut_100"], abs=1e-9)
-        assert ours[qid]["retrieval/doc/mrr"] == pytest.approx(theirs["recip_rank"], abs=1e-9)
+        assert ours[qid]["retrieval/doc/mrr_at_10"] == pytest.approx(first10[qid]["recip_rank"], abs=1e-9)
     mean = sum(o["retrieval/doc/ndcg_at_10"] for o in ours.values()) / len(ours)
     assert mean == pytest.approx(sum(t["ndcg_cut_10"] for t in got.values()) / len(got), abs=1e-9)
     assert 0.3 < mean < 1.0  # BM25 finds the topic's documents, not all of them first

@@ -31,9 +31,12 @@ def test_bundled_sample_loads():
 
 
 def test_a_good_line_and_its_defaults(tmp_path):
-    labels = load_labels(_write(tmp_path, [GOOD, {**GOOD, "id": "x", "gold": "g", "question_type": "multi_hop"}]))
+    labels = load_labels(_write(tmp_path, [GOOD, {**GOOD, "gold": "g", "question_type": "multi_hop"}]))
     first, second = labels.items
     assert first.item_id == "line-1" and first.question_type == "unknown" and first.gold == ()
+    assert (first.line, second.line) == (1, 2)
+    written = {**GOOD, "id": "x", "gold": "g", "question_type": "multi_hop"}
+    second = load_labels(_write(tmp_path, [written])).items[0]
     assert first.contexts == (("", "p1"), ("t", "p2"))
     assert second.item_id == "x" and second.gold == ("g",) and second.question_type == "multi_hop"
     ctx = first.context_objects([1, 0])
@@ -56,6 +59,11 @@ def test_a_good_line_and_its_defaults(tmp_path):
     ([{**GOOD, "answerable": "no"}], 1, "'answerable' must be true or false"),
     ([{**GOOD, "lables": {}}], 1, "unknown field 'lables'"),
     ([{**GOOD, "id": "a"}, {**GOOD, "id": "a"}], 2, "id 'a' also on line 1"),
+    ([{**GOOD, "id": 7}, {**GOOD, "id": "7"}], 2, "id '7' also on line 1"),
+    ([{**GOOD, "id": ["a"]}], 1, "'id' must be a string or an integer"),
+    # the old pattern: a generated line-<n> equal to an id written on another line was reported as a repeat
+    ([{**GOOD, "id": "line-3"}, {**GOOD, "id": "b"}, GOOD], 3,
+     "no 'id' here, while 2 of the 3 lines give one (first: line 1); a generated id (line-<n>) could equal"),
 ])
 def test_bad_lines_are_one_line_naming_the_line(tmp_path, lines, line, words):
     path = _write(tmp_path, lines)
@@ -78,3 +86,23 @@ def test_missing_empty_and_binary_files(tmp_path):
     binary.write_bytes(b"\xff\xfe{}")
     with pytest.raises(LabelsError, match="not UTF-8"):
         load_labels(binary)
+
+
+@pytest.mark.parametrize(("scale", "label", "allowed"), [
+    ("binary", 5, "0 or 1"), ("binary", -1, "0 or 1"), ("rubric", 5, "0 to 4"), ("rubric", -1, "0 to 4"),
+])
+def test_a_label_off_the_scale_is_one_line_naming_file_line_and_values(tmp_path, scale, label, allowed):
+    path = _write(tmp_path, [GOOD, {**GOOD, "labels": {"faithfulness": 1, "correctness": label}}])
+    labels = load_labels(path)
+    with pytest.raises(LabelsError) as err:
+        labels.check_scale(scale, 4)
+    message = str(err.value)
+    assert message.startswith(f"labels file {path}, line 2: labels.correctness is {label}, but scale={scale} "
+                              f"allows {allowed}; fix: correct the label")
+    assert "\n" not in message
+
+
+def test_labels_on_the_scale_pass():
+    labels = load_labels(sample_path())
+    labels.check_scale("binary", 4)
+    labels.check_scale("rubric", 1)

@@ -37,7 +37,8 @@ def test_llm_options_build_a_generator(tmp_path, option, model):
     cfg = compose_cfg([f"llm={option}", "dataset=qasper"], tmp_path)
     gen = instantiate(cfg.llm)
     assert isinstance(gen, LLMGenerator) and gen.model == model and gen.dataset == "qasper"
-    assert gen.prompt.name == "default" and gen.max_concurrency == cfg.llm.max_concurrency
+    assert gen.prompt.name == "default" and gen.max_concurrency == (cfg.llm.max_concurrency or 8)  # null: 8 until
+    assert gen.client.auto_concurrency == (cfg.llm.max_concurrency is None)  # the preflight asks the server
     text = OmegaConf.to_yaml(cfg)
     assert all(value not in text for value in KEYS.values())  # only variable names are in the config
 

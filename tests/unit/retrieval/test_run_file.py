@@ -75,3 +75,34 @@ def test_export_lines_read_back_as_the_same_ranking(tmp_path: Path) -> None:
     assert qrels_lines(rows, "doc") == ["q1 0 x 2", "q1 0 a 0"]
     (tmp_path / "run.txt").write_text("\n".join(run_lines(rows, "chunk")) + "\n")
     assert [rid for rid, _ in read_run(tmp_path / "run.txt")["q1"]] == rows[0]["ranked_ids"]
+
+
+def _bind(tmp_path: Path, text: str, qids: list[str]) -> RunFileRetriever:
+    path = tmp_path / "run.txt"
+    path.write_text(text)
+    r = RunFileRetriever(path=str(path))
+    r.bind([_q(qid, f"question {qid}") for qid in qids])
+    return r
+
+
+def test_an_empty_run_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RunFileError, match=r"run\.txt holds no run line; fix: write one line per retrieved"):
+        _bind(tmp_path, "\n\n", ["q1", "q2"])
+
+
+def test_a_run_of_other_question_ids_is_refused_with_the_count(tmp_path: Path) -> None:
+    with pytest.raises(RunFileError, match=r"ranks none of the dataset's 3 questions; its ids look like '1', "
+                                           r"the dataset's like 'q1'; fix: put the dataset's question ids"):
+        _bind(tmp_path, "1 Q0 a 1 1 s\n2 Q0 b 1 1 s\n", ["q1", "q2", "q3"])
+
+
+def test_a_run_missing_many_questions_warns_with_the_count(tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    qids = [f"q{i}" for i in range(1, 11)]
+    _bind(tmp_path, "".join(f"q{i} Q0 a 1 1 s\n" for i in range(1, 10)), qids)  # 1 of 10 unranked: at 10%
+    assert not caplog.records
+    _bind(tmp_path, "".join(f"q{i} Q0 a 1 1 s\n" for i in range(1, 9)) + "x Q0 a 1 1 s\n", qids)
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage().startswith(f"run file {tmp_path / 'run.txt'} ranks nothing for 2 of 10 "
+                                          "questions (first: 'q9'); they score 0; its ids look like 'x'")

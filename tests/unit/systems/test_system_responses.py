@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from ragbench import redact
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
+from ragbench.errors import ConfigError
 from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.pipeline import Pipeline
@@ -43,6 +45,8 @@ def _write(tmp_path: Path, lines: list[Any]) -> Path:
     (["q1", "Tom"], r"line 1: a record must be a JSON object"),
     (b"{not json\n", r"line 1: not JSON"),
     (b'{"qid": "q1", "answer": "caf\xe9", "contexts": []}\n', r"line 1: not UTF-8 \(byte 28\)"),
+    (b'{"qid": "q1", "metadata": ' + b"[" * 100_000 + b"}\n",
+     r"line 1: nested too deep \(more than 100 levels"),
 ])
 def test_a_malformed_line_is_one_named_error(tmp_path: Path, line: Any, message: str) -> None:
     path = _write(tmp_path, [line])
@@ -106,3 +110,59 @@ def test_unmatched_contexts_still_reach_the_generator_and_judges(tmp_path: Path)
     # q1: "Nothing about cats." unmatched, "a" a document id; q2: soft (token coverage), exact; q3: the id A2
     assert (got["system/contexts_unmatched"], got["system/contexts_matched_id"], got["system/contexts_matched_soft"],
             got["system/contexts_matched_exact"], got["system/empty_answers"]) == (1.0, 2.0, 1.0, 1.0, 2.0)
+
+
+def test_secrets_in_a_responses_file_are_masked_before_the_answers_cache(tmp_path: Path, monkeypatch) -> None:
+    """A registered key and a secret-named assignment in an answer: masked as the file is read, so the
+    answer scored, the stage cache (cache/answers) and every sink hold one masked text."""
+    monkeypatch.setattr(redact, "_secrets", set())
+    monkeypatch.setattr(redact, "_pattern", None)
+    key = "sk-live-0123456789abcdef"
+    redact.register(key)
+    path = _write(tmp_path, [
+        {**OK, "answer": f"Tom (asked with {key})", "metadata": {"api_key": "meta-secret-123456"}},
+        {"qid": "q2", "answer": "Lisbon, password: opensesame99",
+         "contexts": [{"text": f"held in Lisbon {key}"}]},
+    ])
+    records = read_responses(path).records
+    assert records["q1"].answer == "Tom (asked with ***)" and records["q1"].metadata == {"api_key": "***"}
+    assert records["q2"].answer == "Lisbon, password: ***" and key not in records["q2"].contexts[0].text
+    cache = StageCache(dir=str(tmp_path / "c"))
+    result = Pipeline(_components(ResponsesSource(path=str(path))), cache=cache).run()
+    stored = [p.read_text(encoding="utf-8") for p in (tmp_path / "c" / "answers").rglob("*.json")]
+    assert len(stored) == 2 and all(key not in t and "opensesame99" not in t and "***" in t for t in stored)
+    assert {c.query.qid: c.answer.text for c in result.cases if c.answer} == {
+        "q1": "Tom (asked with ***)", "q2": "Lisbon, password: ***"}
+
+
+def test_contexts_that_match_nothing_warn_with_the_count_and_the_fix(tmp_path: Path, caplog) -> None:
+    path = _write(tmp_path, [OK, {"qid": "q2", "answer": "Lisbon", "contexts": [{"text": "another corpus"}]},
+                             {"qid": "q3", "answer": "", "contexts": [{"text": "nothing of the dataset"}]}])
+    with caplog.at_level("WARNING", logger="ragbench.systems.components"):
+        Pipeline(_components(ResponsesSource(path=str(path))), cache=StageCache(mode="off")).run()
+    warned = [r.getMessage() for r in caplog.records if "match no chunk" in r.getMessage()]
+    assert len(warned) == 1
+    assert "system=responses: 2 of 3 contexts (67%) match no chunk of the dataset" in warned[0]
+    assert "fix: give contexts the dataset's chunk, document or paragraph ids" in warned[0]
+    assert all(len(line) <= 80 for line in warned[0].splitlines())
+
+
+def test_ids_that_name_nothing_of_the_dataset_fail_the_job(tmp_path: Path) -> None:
+    """Every context unmatched although each carries an id (another dataset's or chunking's ids): every
+    retrieval metric would be 0, so the job fails with one line, not an empty result and rc 0."""
+    lines = [{"qid": q, "answer": "x", "contexts": [{"id": f"other:{q}:{n}"} for n in range(3)]}
+             for q in ("q1", "q2", "q3")]
+    path = _write(tmp_path, lines)
+    match = r"9 of 9 contexts match no chunk of the dataset \(ids like 'other:q1:0'\): every retrieval metric"
+    with pytest.raises(ConfigError, match=match + " would be 0; fix: ") as err:
+        Pipeline(_components(ResponsesSource(path=str(path))), cache=StageCache(mode="off")).run()
+    assert "\n" not in str(err.value)
+
+
+def test_text_only_contexts_that_all_match_nothing_only_warn(tmp_path: Path, caplog) -> None:
+    path = _write(tmp_path, [{"qid": q, "answer": "Tom", "contexts": [{"text": "the system's own passage"}]}
+                             for q in ("q1", "q2", "q3")])
+    with caplog.at_level("WARNING", logger="ragbench.systems.components"):
+        result = Pipeline(_components(ResponsesSource(path=str(path))), cache=StageCache(mode="off")).run()
+    assert result.metrics["answer/em"] == pytest.approx(1 / 3)  # q1's answer still scored
+    assert any("3 of 3 contexts (100%) match no chunk" in r.getMessage() for r in caplog.records)

@@ -77,3 +77,22 @@ def test_summary_says_what_retrieval_is_scored_on():
     assert retrieval_scope(metrics) == "54 of 84 questions (out: 12 unanswerable, 18 evidence not found)"
     assert retrieval_scope({"counts/retrieval_scored": 3.0}) == "3 of 3 questions"
     assert retrieval_scope({}) is None
+
+
+def test_the_by_type_table_fits_80_columns_with_whole_headers(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(report, "console", Console(file=out, width=80, highlight=False, color_system=None))
+    metrics = {"cases/total": 18.0, "cases/failed": 0.0, "answer/f1": 0.09}
+    for t in ("abstractive", "boolean", "extractive"):
+        metrics.update({f"by_type/{t}/{k}": v for k, v in {
+            "cases/total": 9.0, "cases/failed": 0.0, "retrieval/hit_at_5": 0.6667, "retrieval/mrr_at_10": 0.5,
+            "answer/f1": 0.1324, "judge/accuracy": 0.25}.items()})
+    report.job_summary(title="ragbench job dataset=qasper", metrics=metrics, fingerprints={}, counts={},
+                       timings={}, run_id=None)
+    text = out.getvalue()
+    table = text[text.index("by question type"):]
+    assert max(len(line) for line in text.splitlines()) <= 80 and "…" not in table
+    head = next(line for line in table.splitlines() if "type" in line and "cases" in line)
+    words = head.replace("┃", " ").split()
+    assert words == ["type", "cases", "failed", "hit@5", "mrr@10", "f1", "judge"]
+    assert "hit@5 = retrieval/hit_at_5" in table and "abstractive" in table and "0.6667" in table

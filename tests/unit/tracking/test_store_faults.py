@@ -264,3 +264,95 @@ def test_a_full_disk_under_the_record_names_its_folder(tmp_path, monkeypatch):
     line = info.value.line()
     assert line.startswith(f"no space left for the job's record {record}") and "point hydra.run.dir / hydra.sweep.dir at" in line
     assert tracker.ended == [("run-1", "KILLED")] and info.value.closed == ["run-1"]
+
+
+# ---- which disk is full: the one the failed write was on ------------------------------------------------
+
+def _write_full(job: Job, components: Any) -> Mapping[str, float]:
+    raise OSError(errno.ENOSPC, "No space left on device")  # a write() call: the error names no file
+
+
+def _room(monkeypatch, full: Path) -> None:
+    """Every disk has 78.2 GB free but the one holding ``full``, which has none."""
+    def free(path: Path) -> int:
+        return 0 if Path(path).resolve().is_relative_to(full.resolve()) else 78_200_000_000
+
+    monkeypatch.setattr("ragbench.tracking.full_disk.free_bytes", free)
+
+
+def test_a_full_disk_under_the_output_folder_is_not_blamed_on_the_stage_cache(tmp_path, monkeypatch):
+    """Issue 45.5: a full disk under the working folder was reported as "no space left for the stage cache ...
+    (78.2 GB free there) ... point cache.dir at a disk with room"."""
+    monkeypatch.setattr("ragbench.interrupts.ignore", lambda: None)
+    out = tmp_path / "multirun" / "0"
+    _room(monkeypatch, out)
+    tracker = Tracker(tmp_path, full_from="none")
+    job = Job(_cfg(tmp_path), tracker, name="#0", parent="p", multirun=True,  # type: ignore[arg-type]
+              folder=out / "record")
+    with pytest.raises(DiskFull) as info:
+        job.run(_write_full, COMPONENTS)  # type: ignore[arg-type]
+    line = info.value.line()
+    assert line.startswith(f"no space left for the job's output folder {out} (0 bytes free there)"), line
+    assert "point hydra.run.dir / hydra.sweep.dir at a disk with room" in line and "cache.dir" not in line
+
+
+@pytest.mark.parametrize(("failed", "what", "key"), [
+    ("cache/chunks/abc.json", "the stage cache", "cache.dir"),  # the file the write named: in the cache
+    ("multirun/0/record/cases.jsonl", "the job's output folder", "hydra.run.dir / hydra.sweep.dir"),
+    ("elsewhere/x.bin", "the file", None),  # in none of the job's folders: that file's disk, no setting
+])
+def test_a_write_that_names_its_file_is_blamed_on_that_files_disk(tmp_path, monkeypatch, failed, what, key):
+    import tempfile
+
+    from ragbench.tracking.full_disk import job_places, where_full
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # pytest's tmp_path is under the system's
+    path = tmp_path / failed
+    _room(monkeypatch, path.parent)
+    full = where_full(OSError(errno.ENOSPC, "No space left on device", str(path)),
+                      job_places(tmp_path / "cache", tmp_path / "multirun" / "0" / "record"))
+    assert full is not None
+    line = full.line()
+    assert line.startswith(f"no space left for {what} {path} (0 bytes free there)"), line
+    moved = f"point {key} at a disk with room" if key else "fix: free space there, then rerun"
+    assert moved in line
+
+
+# ---- a new store on a full disk --------------------------------------------------------------------------
+
+def _half_copy(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+    Path(dst).write_bytes(b"SQLite format 3\x00" + b"\x00" * 500)  # what a copy cut off by the disk leaves
+    err = OSError(errno.ENOSPC, "No space left on device")
+    err.filename, err.filename2 = str(src), str(dst)  # as shutil's sendfile names them: the template first
+    raise err
+
+
+def _half_migrate(tmp: Path) -> None:
+    tmp.write_bytes(b"SQLite format 3\x00")
+    tmp.with_name(tmp.name + "-journal").write_bytes(b"j")
+    raise RuntimeError("(sqlite3.OperationalError) database or disk is full [SQL: CREATE TABLE runs ...]")
+
+
+@pytest.mark.parametrize("how", ["template-copy", "migration"])
+def test_a_new_store_on_a_full_disk_is_one_line_and_leaves_nothing_behind(tmp_path, monkeypatch, how):
+    """Issue 45.10: shutil.copyfile of the store template on a full disk was a traceback."""
+    template = tmp_path / "templates" / "empty-x.db"
+    template.parent.mkdir()
+    template.write_bytes(b"SQLite format 3\x00" + b"\x00" * 4000)
+    if how == "template-copy":
+        monkeypatch.setattr(store, "_template", lambda: template)
+        monkeypatch.setattr(store.shutil, "copyfile", _half_copy)
+    else:
+        monkeypatch.setattr(store, "_template", lambda: None)
+        monkeypatch.setattr(store, "_migrate", _half_migrate)
+    db = tmp_path / "work" / "mlruns" / "mlflow.db"
+    with pytest.raises(ConfigError) as info:
+        store.prepare(f"sqlite:///{db}")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"tracking.uri=sqlite:///{db}: no space left to create the store {db} (")
+    assert "free on its disk" in message
+    assert "point tracking.uri (and tracking.artifact_root) at a disk" in message
+    assert str(template) not in message  # the template's disk is not the full one
+    left = sorted(p.name for p in db.parent.iterdir() if not p.name.endswith(".lock"))
+    assert left == []  # nothing half-written

@@ -1,7 +1,8 @@
 """``python -m ragbench.verify`` on damaged case artifacts, as a table: a cases.jsonl cut mid-line, bytes
-that are not UTF-8, a row that is a number or ``{}``, a field missing or of the wrong type, a deleted
-case_scores.json. Each is one named line (exit 1: the run cannot be checked; 2: a usage error), never a
-traceback and never "OK". The store is replaced by the artifacts' bytes (``fetch_run``)."""
+that are not UTF-8, a row that is a number or ``{}``, 100,000 nested brackets, a field missing or of the
+wrong type, a deleted case_scores.json. Each is one named line (exit 1: the run cannot be checked; 2: a
+usage error), never a traceback and never "OK". The store is replaced by the artifacts' bytes
+(``fetch_run``)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ CASES: list[tuple[str, Callable[[bytes], bytes], Callable[[bytes], bytes | None]
     ("row-an-array", with_line(1, b"[1, 2]"), same, 1, "cases.jsonl line 1 is an array, not a case record"),
     ("row-empty-object", with_line(2, b"{}"), same, 1, "cases.jsonl line 2 is an empty object {}, not a case record"),
     ("row-not-json", with_line(2, b"{'qid': 'q2'}"), same, 1, "cases.jsonl line 2 is not JSON: Expecting property"),
+    ("nested-too-deep", with_line(2, b'{"qid": "q2", "x": ' + b"[" * 100_000 + b"}"), same, 1,
+     "cases.jsonl line 2 is nested too deep (more than 100 levels of brackets) at column 119"),
     ("field-missing", edit_row(1, lambda r: r.pop("ranked_ids")), same, 1,
      "line 1 (case q1): the case record has no 'ranked_ids'"),
     ("field-mistyped", edit_row(2, lambda r: r.__setitem__("evidence", "x")), same, 1,
