@@ -20,9 +20,9 @@ NOT_IDENTITY = ("tracking", "cache", "resume", "objective", "max_failure_rate", 
 INPUT_FILES = (("system", "path"), ("retrieval", "path"))
 # the environment's libraries: distribution name, as pip knows it -> its name in the environment
 # (``environment``: the record's ``versions`` and the run's ``ragbench.env.<name>`` tags)
-LIBRARIES = {"torch": "torch", "transformers": "transformers", "sentence-transformers": "sentence_transformers",
-             "faiss-cpu": "faiss", "bm25s": "bm25s", "litellm": "litellm", "mlflow": "mlflow",
-             "hydra-core": "hydra", "numpy": "numpy"}
+LIBRARIES = {"torch": "torch", "transformers": "transformers",
+             "sentence-transformers": "sentence_transformers", "faiss-cpu": "faiss", "bm25s": "bm25s",
+             "litellm": "litellm", "mlflow": "mlflow", "hydra-core": "hydra", "numpy": "numpy"}
 FAISS_DISTRIBUTIONS = ("faiss-cpu", "faiss-gpu", "faiss")
 
 

@@ -25,11 +25,11 @@ from ragbench import interrupts
 from ragbench.embed.shard_entries import shard_stored
 from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
 from ragbench.identity import job_hash
-from ragbench.outcome import objective
-from ragbench.record import REUSED_FROM, RecordWriter, begun, finished
+from ragbench.outcome import objective, zero_scores
+from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, begun, failed, finished
 from ragbench.stages import encode_only
 from ragbench.tracking.full_disk import DiskFull, disk_full, job_places, where_full
-from ragbench.tracking.mlflow_sink import log_files, log_results, start_params
+from ragbench.tracking.mlflow_sink import log_failure, log_files, log_results, open_run, start_params
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -79,15 +79,16 @@ class Job:
             interrupts.check()  # a safe point: a job still in flight when the signal came ends KILLED
         except BaseException as exc:  # noqa: BLE001 - every way out ends the run (the table above)
             return self._failed(exc)
-        self._end("FINISHED")
         try:
-            return objective(self.cfg, metrics)
+            value, wrong = objective(self.cfg, metrics), None
         except ConfigError as exc:  # a wrong objective name: the figures stand (FINISHED); the name is one line
-            self.tracker.set_tags(str(self.run_id), {"ragbench.error": _text(exc)})
-            log.error("%s", exc)
-            if self.multirun:
-                return float("nan")
-            raise
+            value, wrong, self.record = float("nan"), exc, failed(self.record, str(_text(exc)), {})
+        self._end("FINISHED")
+        if wrong is not None:
+            log.error("%s", wrong)
+            if not self.multirun:
+                raise wrong
+        return value
 
     def finished(self, result: JobResult, *, topk: int, extra_tags: Mapping[str, str]) -> None:
         """The pipeline's results into the record and the run (a failure after this keeps them)."""
@@ -104,7 +105,8 @@ class Job:
         if not isinstance(built, RagbenchError):  # the tags known up front go in with the run's creation
             tags.update(start_tags(self.cfg, built))
             self.record = dataclasses.replace(self.record, params=component_params(built))
-        self.run_id = self.tracker.start_run(run_name=self.name, parent_run_id=self.parent, tags=tags)
+        self.record = dataclasses.replace(self.record, tags=tags)
+        self.run_id = open_run(self.tracker, self.record, parent=self.parent)
 
     def _resume(self) -> Any | None:
         """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
@@ -170,9 +172,12 @@ class Job:
                 raise sink_error
 
     def _log(self, status: str, error: BaseException | None) -> Exception | None:
-        """Writes the record's end into its file and logs it (the results, when the job got that far, and
-        the files); tags the job's error. Returns what stopped the logging of a FINISHED job's record."""
+        """Writes the record's end (a failure's error tag and zero scores in it) into its file and logs it:
+        the files, the failure's tags and scores. Returns what stopped the logging of a FINISHED job's record."""
         assert self.run_id is not None
+        if error is not None and not isinstance(error, JobStopped):  # a budget stop is tagged as such (app)
+            zeros = zero_scores(self._judges) if isinstance(error, RagbenchError) and not self.scored else {}
+            self.record = failed(self.record, str(_text(error)), zeros)
         sink_error: Exception | None = None
         try:
             if self.writer is not None:  # None: the record never opened (its params or its folder failed)
@@ -183,13 +188,8 @@ class Job:
             if full is not None:
                 raise full from exc
             sink_error = exc
-        failure = error or sink_error
-        if failure is not None and not isinstance(failure, JobStopped):  # a budget stop is tagged as such (app)
-            self.tracker.set_tags(self.run_id, {"ragbench.error": _text(failure)})
-            if isinstance(failure, RagbenchError) and not self.scored:
-                from ragbench.outcome import zero_scores
-
-                self.tracker.log_metrics(self.run_id, zero_scores(self._judges))
+        if ERROR_TAG in self.record.tags or sink_error is not None:  # the record's error and zero scores
+            log_failure(self.tracker, self.run_id, self.record, scored=self.scored, sink_error=_text(sink_error))
         if sink_error is not None and status != "FINISHED":
             log.warning("the record of the %s run %s was not logged: %s", status, self.run_id, sink_error)
             return None

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ragbench import identity as run_identity
 from ragbench.errors import RagbenchError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units
-from ragbench.identity import environment, git_commit
 from ragbench.jsonio import NestedTooDeep, loads_bounded
 from ragbench.judge.context import context_refs, openviking_evidence
 from ragbench.judge.document import record_fields as document_record
@@ -87,7 +87,7 @@ class RunRecord:
     timings: Mapping[str, float] = field(default_factory=dict)
     metrics: Mapping[str, float] = field(default_factory=dict)
     curves: Mapping[str, Mapping[int, float]] = field(default_factory=dict)  # metric series over k
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)  # every ragbench tag of the run but the environment
     dataset_stats: Mapping[str, Any] = field(default_factory=dict)
     queries_by_type: Mapping[str, int] = field(default_factory=dict)
     files_read: tuple[str, ...] = ()
@@ -423,13 +423,14 @@ def begun(name: str, config: Mapping[str, Any], identity: Callable[[Mapping[str,
     """A starting run's record: its resolved ``config``, its ``identity(config)`` (``ragbench.identity``), the
     environment (python, os, ragbench and the libraries' versions: the one list the ``ragbench.env.*`` tags
     show) and the commit ragbench runs from."""
-    return RunRecord(name=name, job_hash=identity(config), config=config, kind=kind, git_commit=git_commit(),
-                     versions=environment())
+    return RunRecord(name=name, job_hash=identity(config), config=config, kind=kind,
+                     git_commit=run_identity.git_commit(), versions=run_identity.environment())
 
 
 def finished(record: RunRecord, result: JobResult, *, topk: int, extra_tags: Mapping[str, str]) -> RunRecord:
     """``record`` with a finished pipeline's results: fingerprints, counts, timings, every logged metric and
-    curve, the run tags, and the dataset's facts (its status is set by the job's end)."""
+    curve, the results' tags (added to those the run started with), and the dataset's facts (its status
+    is set by the job's end)."""
     from ragbench import __version__
     from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
     from ragbench.trace import gold_path_tags
@@ -447,10 +448,19 @@ def finished(record: RunRecord, result: JobResult, *, topk: int, extra_tags: Map
         **extra_tags,
     }
     return dataclasses.replace(
-        record, dataset=ev.name, variant=ev.variant, dataset_source=str(ev.root or ev.name),
+        record, tags={**record.tags, **tags}, dataset=ev.name, variant=ev.variant, dataset_source=str(ev.root or ev.name),
         fingerprints=dict(result.fingerprints), counts=dict(result.counts), timings=dict(result.timings),
-        metrics=job_metrics(result, topk), curves=at_k_views(result.metrics, topk)[1], tags=tags,
+        metrics=job_metrics(result, topk), curves=at_k_views(result.metrics, topk)[1],
         dataset_stats=dict(ev.stats), queries_by_type=dict(queries_by_type(ev)), files_read=tuple(ev.files))
+
+
+ERROR_TAG = "ragbench.error"  # what failed a job (or its objective), as a tag
+
+
+def failed(record: RunRecord, error: str, zeros: Mapping[str, float]) -> RunRecord:
+    """``record`` of a job that failed: ``error`` as its ``ragbench.error`` tag, and ``zeros`` (the answer
+    scores of a job that failed before it had results: ``ragbench.outcome.zero_scores``) in its metrics."""
+    return dataclasses.replace(record, tags={**record.tags, ERROR_TAG: error}, metrics={**zeros, **record.metrics})
 
 
 ITEM_KEYS = ("qid", "question_type", "status", "generator")  # a calibration row's keys that are not numbers
@@ -501,38 +511,20 @@ def legacy_rows(doc: Any) -> list[dict[str, Any]] | None:
 
 
 def stored_cases(files: Mapping[str, bytes | None]) -> tuple[str, list[dict[str, Any]]]:
-    """A run's case lines from its stored files, whatever its layout: its ``cases.jsonl`` (the record, and
-    jobs logged before it), or, for a calibration run logged before the record, its ``case_scores.json``
-    migrated to lines (``legacy_rows``). Returns (the file read, its rows); ValueError naming the file and
-    what is wrong (absent, not UTF-8, a line not a JSON object, not a case-scores document)."""
+    """A run's case lines from its stored files, whatever its layout: its ``cases.jsonl`` (each line read by
+    ``CaseRecord.from_json``), or, for a calibration run logged before the record, its ``case_scores.json``
+    migrated to lines (``legacy_rows``). Returns (the file read, its rows); a ``RecordError`` naming the file
+    and what is wrong (absent, not UTF-8, a line not a case record, not a case-scores document)."""
     data = files.get(CASES_ARTIFACT)
     if data is not None:
-        rows: list[dict[str, Any]] = []
-        for n, line in enumerate(_text(data, CASES_ARTIFACT).splitlines(), start=1):
-            if line.strip():
-                row = _json(line, f"{CASES_ARTIFACT} line {n}")
-                if not isinstance(row, dict):
-                    raise ValueError(f"{CASES_ARTIFACT} line {n} is not a case record (a JSON object)")
-                rows.append(row)
-        return CASES_ARTIFACT, rows
+        lines = _text_of(data, CASES_ARTIFACT).split("\n")
+        return CASES_ARTIFACT, [
+            CaseRecord.from_json(line, where=f"{CASES_ARTIFACT} line {n}", cut=n == len(lines)).row()
+            for n, line in enumerate(lines, start=1) if line.strip()]
     legacy = files.get(LEGACY_SCORES)
     if legacy is None:
-        raise ValueError(f"neither {CASES_ARTIFACT} nor {LEGACY_SCORES} is among the run's artifacts")
-    migrated = legacy_rows(_json(_text(legacy, LEGACY_SCORES), LEGACY_SCORES))
+        raise RecordError(f"neither {CASES_ARTIFACT} nor {LEGACY_SCORES} is among the run's artifacts")
+    migrated = legacy_rows(_bounded(legacy, LEGACY_SCORES, cut=""))
     if migrated is None:
-        raise ValueError(f"{LEGACY_SCORES} is not a case-scores document with one value per case")
+        raise RecordError(f"{LEGACY_SCORES} is not a case-scores document with one value per case")
     return LEGACY_SCORES, migrated
-
-
-def _text(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{where} is not UTF-8 text") from None
-
-
-def _json(text: str, where: str) -> Any:
-    try:
-        return loads_bounded(text, where=where)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{where} is not JSON ({exc.msg})") from None

@@ -6,7 +6,10 @@ Per case it recomputes, from the case record alone, every retrieval metric (rank
 evidence units each hit covers), the context metrics (context texts + their dataset ids), the lexical
 answer metrics (answer + gold answers) and the citation hit rate; LLM-judge scores cannot be recomputed
 without the model, so they are taken as logged. Then it aggregates the cases exactly as the job did
-(``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric.
+(``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric: the
+record's (``run.json``), and MLflow's, its sink; the record's status and config are checked against
+MLflow's status and params (``check_sink``). A ``run.json`` that is not a record (cut off, ``[]``, a
+metric that is not a number) is one line, exit 1. Case lines are read by ``CaseRecord.from_json``.
 Exit 0 when everything matches to 1e-9, 1 when anything differs or cannot be checked, 2 on a usage
 error (unknown run, no store, no case record). A ``ragbench.judge calibrate`` run is checked by
 ``ragbench.verify_calibration`` (its agreement and probes, from its items).

@@ -34,6 +34,8 @@ from ragbench.judge.calibration_settings import Settings
 from ragbench.judge.probes import DEFINITIONS, ProbeResult, probe_stats
 from ragbench.record import CASES_ARTIFACT, LEGACY_SCORES, RUN_FILE, RunRecord, stored_cases
 from ragbench.tracking.mlflow_sink import CASE_TABLE, flatten, start_params
+from ragbench.tracking.mlflow_tracker import mlflow_name
+from ragbench.tracking.mlflow_tracker import redact as param_values
 
 log = logging.getLogger(__name__)
 KIND_TAG = ("ragbench.kind", "calibration")  # the tag ``ragbench.judge calibrate`` gives its runs
@@ -60,6 +62,7 @@ class CalibrationRun:
     params: Mapping[str, str]
     metrics: Mapping[str, float]
     files: Mapping[str, bytes | None]
+    status: str = ""  # the MLflow run's status ("": not known)
 
 
 def load_calibration(run_id: str, uri: str) -> CalibrationRun | None:
@@ -89,7 +92,8 @@ def load_calibration(run_id: str, uri: str) -> CalibrationRun | None:
                     files[name] = Path(client.download_artifacts(run_id, name, tmp)).read_bytes()
         except (MlflowException, OSError) as exc:
             log.warning("run %s: artifacts not readable: %s", run_id, str(exc).splitlines()[0])
-    return CalibrationRun(run_id=run_id, params=dict(run.data.params), metrics=dict(run.data.metrics), files=files)
+    return CalibrationRun(run_id=run_id, params=dict(run.data.params), metrics=dict(run.data.metrics),
+                          files=files, status=str(run.info.status))
 
 
 def settings_from_params(params: Mapping[str, str]) -> Settings:
@@ -212,7 +216,8 @@ def check_calibration(run: CalibrationRun, checks: Checks) -> int:
             _against_table(f"{source} against {table_name}", rows, items, checks)
     summary = _json(files.get(SUMMARY_ARTIFACT), SUMMARY_ARTIFACT, checks)
     try:
-        params = run.params if record is None else {k: str(v) for k, v in flatten(dict(record.config)).items()}
+        params = run.params if record is None else {
+            k: str(v) for k, v in flatten(dict(record.config)).items()}
         settings = settings_from_params(params)
     except ConfigError as exc:
         checks.unchecked.append(f"run {run.run_id}: {exc}; the calibration settings are needed to recompute")
@@ -251,18 +256,23 @@ def _record(data: bytes | None, checks: Checks) -> RunRecord | None:
 
 
 def _check_sinks(run: CalibrationRun, record: RunRecord, checks: Checks) -> None:
-    """MLflow holds what the record holds: each metric (to the tolerance of ``checks``) and each param (the
-    config as dotted keys and the record's params, as text)."""
-    for key in sorted(set(run.metrics) | set(record.metrics)):
-        if key not in run.metrics or key not in record.metrics:
+    """MLflow holds what the record holds: the run's status, each metric (to the tolerance of ``checks``) and
+    each param (the config as dotted keys and the record's params, as the run logs them)."""
+    if run.status and record.status != run.status:
+        checks.mismatches.append(f"{RUN_FILE} status {record.status}, MLflow run {run.status}")
+    ours = {mlflow_name(k): v for k, v in record.metrics.items()}
+    for key in sorted(set(run.metrics) | set(ours)):
+        if key not in run.metrics or key not in ours:
             side = "MLflow" if key in run.metrics else RUN_FILE
             checks.mismatches.append(f"metric {key}: logged in {side} only")
         else:
-            checks.check(f"MLflow metric {key} against {RUN_FILE}", run.metrics[key], record.metrics[key])
-    for key, value in sorted(start_params(record).items()):
+            checks.check(f"MLflow metric {key} against {RUN_FILE}", run.metrics[key], ours[key])
+    params = param_values(start_params(record))
+    for key in sorted(set(params) | set(run.params)):
         checks.compared += 1
-        if run.params.get(key) != str(value):
-            checks.mismatches.append(f"param {key}: MLflow {run.params.get(key)!r}, {RUN_FILE} {str(value)!r}")
+        if params.get(key) != run.params.get(key):
+            checks.mismatches.append(
+                f"param {key}: MLflow {run.params.get(key)!r}, {RUN_FILE} {params.get(key)!r}")
 
 
 def _against_table(where: str, rows: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]],

@@ -36,9 +36,7 @@ def load_records(client: Any, runs: Sequence[Any], read: Sequence[RunCases] = ()
     """Each MLflow run's ``cases.jsonl`` rows (run id -> rows), for the drill-down: those the comparison
     already read from the run's record (``read``) as they are, the others read now; a run whose file cannot
     be read has none (the report shows its scores only)."""
-    import json
-
-    from ragbench.compare.select import _download
+    from ragbench.compare.select import _download, case_rows
     from ragbench.errors import RagbenchError
 
     out: dict[str, list[dict[str, Any]]] = {rc.run_id: [dict(row) for row in rc.rows] for rc in read
@@ -48,7 +46,7 @@ def load_records(client: Any, runs: Sequence[Any], read: Sequence[RunCases] = ()
             continue
         try:
             text = _download(client, run, "cases.jsonl")
-            out[str(run.info.run_id)] = [json.loads(line) for line in text.splitlines() if line.strip()]
+            out[str(run.info.run_id)] = case_rows(text, str(run.info.run_id))
         except (RagbenchError, ValueError):
             out[str(run.info.run_id)] = []
     return out

@@ -13,6 +13,7 @@ import numpy as np
 
 from ragbench.compare.metrics import MetricSpec
 from ragbench.errors import ConfigError
+from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import metric_name
 
 BASELINE_FORMAT = "ragbench-baseline/1"
@@ -208,10 +209,10 @@ def save_baseline(path: Path, runs: Sequence[RunCases]) -> None:
 def load_baseline(path: Path) -> list[RunCases]:
     """The runs of a file written by ``save_baseline``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_bounded(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"--baseline-file {path}: no such file; write one with --save-baseline {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:  # NestedTooDeep is a JSONDecodeError
         raise ConfigError(f"--baseline-file {path}: not readable JSON ({exc}); "
                           "write it again with --save-baseline") from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT or not isinstance(data.get("runs"), list):

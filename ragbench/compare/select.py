@@ -12,7 +12,8 @@ from typing import Any
 
 from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
-from ragbench.record import CASES_ARTIFACT, RUN_FILE, RunRecord, cases_run_id
+from ragbench.jsonio import loads_bounded
+from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
 from ragbench.stages import encode_only
 from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
@@ -167,19 +168,27 @@ def load_cases(client: Any, run: Any) -> RunCases:
     elif SCORES_ARTIFACT in names:  # the layout before the record: its compact scores document
         text = _download(client, run, SCORES_ARTIFACT)
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
+            doc = loads_bounded(text, where=f"run {rid}: {SCORES_ARTIFACT}")
+        except json.JSONDecodeError as exc:  # NestedTooDeep too
             raise ConfigError(f"run {rid}: {SCORES_ARTIFACT} is not JSON ({exc.msg}); "
                               "its cases.jsonl holds the same numbers") from None
         return from_scores_document(doc, run_id=rid, source="mlflow", **meta)
+    return from_rows(case_rows(_download(client, run, CASES_ARTIFACT), rid), run_id=rid, **meta)
+
+
+def case_rows(text: str, run_id: str) -> list[dict[str, Any]]:
+    """The rows of a run's ``cases.jsonl``, each line read by ``CaseRecord.from_json`` (older layouts
+    migrated); a ConfigError naming the line and what is wrong (not JSON, nested too deep, a field mistyped)."""
     rows = []
-    for n, line in enumerate(_download(client, run, CASES_ARTIFACT).splitlines(), start=1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"run {rid}: cases.jsonl line {n} is not JSON ({exc.msg})") from None
-    return from_rows(rows, run_id=rid, **meta)
+                rows.append(CaseRecord.from_json(line, where=f"run {run_id}: {CASES_ARTIFACT} line {n}",
+                                                 cut=n == len(lines)).row())
+            except RecordError as exc:
+                raise ConfigError(f"{exc}; fix: rerun the job (its stage cache makes that cheap)") from None
+    return rows
 
 
 def _download(client: Any, run: Any, artifact: str) -> str:

@@ -81,6 +81,7 @@ def dataset_labels(comp: Comparison) -> dict[str, dict[str, str]]:
 
 def _table(title: str, *, style_title: bool = True) -> Table:
     return Table(title=escape(title) if style_title else title, title_justify="left", box=box.SIMPLE_HEAD,
+                 min_width=min(len(title), WIDTH),  # a narrow table never folds its title
                  pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))  # columns 2 apart: space, divider
 
 
@@ -97,7 +98,7 @@ def _fits(first: int, widths: Sequence[int], width: int) -> list[list[int]]:
     return [g for g in groups if g]
 
 
-def overall_tables(comp: Comparison, width: int = WIDTH) -> list[Table]:
+def overall_tables(comp: Comparison) -> list[Table]:
     """Per dataset and metric: the baseline's value, then each run's value, delta, CI, Holm p and verdict."""
     labels = dataset_labels(comp)
     tables = []
@@ -113,10 +114,10 @@ def overall_tables(comp: Comparison, width: int = WIDTH) -> list[Table]:
                 table.add_column(head, justify=justify,  # type: ignore[arg-type]
                                  no_wrap=head != "run", overflow="fold")
             bases = [r for r in recs if r.verdict == BASELINE]
-            if not bases:  # a baseline from --baseline-file: not a compared run, its value only
-                first = recs[0]
-                table.add_row(escape(f"{first.baseline_name or first.baseline[:8]} (file)"), "",
-                              _num(first.baseline_value), "", "", "", VERDICT[BASELINE], style="bold")
+            if not bases:  # baselines from --baseline-file (one per config): not compared runs, values only
+                for b in {r.baseline: r for r in recs}.values():
+                    table.add_row(escape(f"{b.baseline_name or b.baseline[:8]} (file)"), "",
+                                  _num(b.baseline_value), "", "", "", VERDICT[BASELINE], style="bold")
             for r in bases + [r for r in recs if r.verdict != BASELINE]:
                 cells = ("", "", "") if r.verdict == BASELINE else (
                     _delta(r.delta), f"[{_delta(r.ci_low, 3)}, {_delta(r.ci_high, 3)}]", _p(r.p_holm))

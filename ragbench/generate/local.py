@@ -23,36 +23,67 @@ COST_BASIS = "local"
 
 
 class LocalGenerator:
-    """Satisfies ``ragbench.protocols.Generator``. ``identity`` holds everything that shapes an answer."""
+    """Satisfies ``ragbench.protocols.Generator``. ``identity`` holds everything that shapes an answer;
+    ``cost_basis``: its 0 USD is no price (the run tag ``ragbench.cost_basis=local``,
+    ragbench.llm.pricing)."""
 
-    def __init__(self, *, model: str | None = None, device: str = "auto", dtype: str = "auto",
-                 threads: int | None = None, batch_size: int = 8, temperature: float = 0.0, top_p: float = 1.0,
-                 seed: int | None = 0, max_tokens: int = 256, context_overflow: str = "truncate_contexts",
-                 max_reply_chars: int = 100_000, prompt: str = "default", dataset: str | None = None,
-                 api_base: str | None = None, api_key_env: str | None = None) -> None:
-        """``api_base`` and ``api_key_env`` (litellm's keys, read by ``datasets generate``'s critic) are unused."""
+    cost_basis = COST_BASIS
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        threads: int | None = None,
+        batch_size: int = 8,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = 0,
+        max_tokens: int = 256,
+        context_overflow: str = "truncate_contexts",
+        max_reply_chars: int = 100_000,
+        prompt: str = "default",
+        dataset: str | None = None,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+    ) -> None:
+        """``api_base`` and ``api_key_env`` (litellm's keys, read by ``datasets generate``'s critic) are
+        unused."""
         self.dataset = dataset
         self.prompt: AnswerPrompt = load_answer_prompt(prompt)
-        self.client = LocalClient(model=model, temperature=temperature, max_tokens=max_tokens, role="llm",
-                                  max_reply_chars=max_reply_chars, device=device, dtype=dtype, threads=threads,
-                                  batch_size=batch_size, top_p=top_p, seed=seed, context_overflow=context_overflow)
+        self.client = LocalClient(
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            role="llm",
+            max_reply_chars=max_reply_chars,
+            device=device,
+            dtype=dtype,
+            threads=threads,
+            batch_size=batch_size,
+            top_p=top_p,
+            seed=seed,
+            context_overflow=context_overflow,
+        )
         self.model = self.client.model
         sampled = f",top_p={top_p},seed={seed}" if temperature > 0 else ""
-        self.identity = (f"{self.model}(prompt={self.prompt.hash},temperature={temperature}{sampled},"
-                         f"max_tokens={max_tokens},dtype={dtype},context_overflow={context_overflow},"
-                         f"dataset={dataset})")
+        self.identity = (
+            f"{self.model}(prompt={self.prompt.hash},temperature={temperature}{sampled},"
+            f"max_tokens={max_tokens},dtype={dtype},context_overflow={context_overflow},"
+            f"dataset={dataset})"
+        )
         self.max_concurrency = 1  # one model: the cases' requests are batched in rounds, not raced
         self._truncated: set[str] = set()
         self._lock = threading.Lock()
 
     def log_params(self) -> dict[str, Any]:
         """The prompt file and hash, and the model's parameter count once loaded."""
-        return {"llm/prompt_file": self.prompt.path, "llm/prompt_hash": self.prompt.hash,
-                "llm/local_model": self.model}
-
-    def log_tags(self) -> dict[str, str]:
-        """A local model's 0 USD is no price (``ragbench.cost_basis=local``)."""
-        return {"ragbench.cost_basis": COST_BASIS}
+        return {
+            "llm/prompt_file": self.prompt.path,
+            "llm/prompt_hash": self.prompt.hash,
+            "llm/local_model": self.model,
+        }
 
     def preflight(self) -> None:
         """Loads the model before the case loop (a bad file, too little memory: one line, up front)."""
@@ -69,15 +100,20 @@ class LocalGenerator:
         if tokens <= room:
             return kept
         if self.client.context_overflow == "refuse":
-            raise LLMContextError(self.client.overflow_message(tokens, self.client.local_model().context_window)
-                                  .replace("the prompt has", f"the prompt of question {query.qid!r} has"))
+            raise LLMContextError(
+                self.client.overflow_message(tokens, self.client.local_model().context_window).replace(
+                    "the prompt has", f"the prompt of question {query.qid!r} has"
+                )
+            )
         while kept and tokens > room:
             kept.pop()  # the contexts come best first: the last is the lowest-ranked
             tokens = self.client.count_tokens(self.prompt.messages(query, kept, dataset=self.dataset))
         if tokens > room:
-            raise LLMContextError(self.client.overflow_message(tokens, self.client.local_model().context_window)
-                                  .replace("the prompt has", f"the prompt of question {query.qid!r} has, with "
-                                           "no context,"))
+            raise LLMContextError(
+                self.client.overflow_message(tokens, self.client.local_model().context_window).replace(
+                    "the prompt has", f"the prompt of question {query.qid!r} has, with no context,"
+                )
+            )
         with self._lock:
             first = query.qid not in self._truncated
             self._truncated.add(query.qid)
@@ -90,5 +126,6 @@ class LocalGenerator:
         kept = self.fit(query, contexts)
         reply = self.client.complete(self.prompt.messages(query, kept, dataset=self.dataset))
         text, citations = parse_citations(reply.text, len(kept))
-        return Answer(text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage,
-                      citations=citations)
+        return Answer(
+            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations
+        )

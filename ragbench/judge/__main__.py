@@ -1,5 +1,7 @@
 """``python -m ragbench.judge calibrate LABELS.jsonl [-m] key=value ...``: score judge configurations against
 human labels, one MLflow run each (a ``-m`` sweep: one parent run, as job sweeps), and print the agreement.
+Each run writes a record as a job does (``ragbench.record``: ``run.json`` of kind ``calibration`` and a case
+line per labelled item), logged by the jobs' MLflow sink, with the summary ``calibration.json`` beside it.
 
 The config is ``conf/calibrate.yaml`` composed with the overrides (the ``judge`` group as in jobs); a
 sweep expands like Hydra's basic sweeper (``ragbench.plan.cli.expand``). Exit 0 when every configuration
@@ -90,16 +92,18 @@ def run_params(labels: LabelSet, judges: dict[str, Any]) -> dict[str, Any]:
     """What the config does not show: the labels file (path, hash, items) and the judges' own params."""
     from ragbench.protocols import LoggedParams
 
-    params: dict[str, Any] = {"labels.path": labels.path, "labels.sha256": labels.sha256, "labels.n": len(labels.items)}
+    params: dict[str, Any] = {"labels.path": labels.path, "labels.sha256": labels.sha256,
+                              "labels.n": len(labels.items)}
     for judge in judges.values():
         if isinstance(judge, LoggedParams):
             params.update(judge.log_params())
     return params
 
 
-def record_calibration(writer: RecordWriter, record: RunRecord, labels: LabelSet, cal: Calibration) -> RunRecord:
-    """A case line per labelled item into ``writer`` (``ragbench.record.item_record``); returns ``record`` with
-    the calibration's results (``ragbench.record.calibrated``)."""
+def record_calibration(writer: RecordWriter, record: RunRecord, labels: LabelSet,
+                       cal: Calibration) -> RunRecord:
+    """A case line per labelled item into ``writer`` (``ragbench.record.item_record``); returns ``record``
+    with the calibration's results (``ragbench.record.calibrated``)."""
     from ragbench.record import calibrated, item_record
 
     for item, row in zip(labels.items, cal.rows, strict=True):
@@ -140,8 +144,7 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
     from ragbench.judge.labels import LabelSet, load_labels, sample_path
     from ragbench.protocols import LoggedTags
     from ragbench.record import RecordWriter, begun
-    from ragbench.tracking.environment import environment_tags
-    from ragbench.tracking.mlflow_sink import log_results, start_params
+    from ragbench.tracking.mlflow_sink import log_results, open_run, start_params
 
     cfg = compose(overrides)
     labels = load_labels(sample_path() if labels_arg == "sample" else labels_arg)
@@ -161,10 +164,10 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
             tags.update(judge.log_tags())
     name = run_name(number, overrides)
     record = begun(name, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
-                   lambda config: job_hash({**config, "labels": {"sha256": labels.sha256}}), kind="calibration")
-    record = dataclasses.replace(record, params=run_params(labels, judges),
-                                 tags={**tags, **environment_tags(record.versions)})
-    run_id = tracker.start_run(run_name=name, tags=record.tags, parent_run_id=tracker_parent)
+                   lambda config: job_hash({**config, "labels": {"sha256": labels.sha256}}),
+                   kind="calibration")
+    record = dataclasses.replace(record, params=run_params(labels, judges), tags=tags)
+    run_id = open_run(tracker, record, parent=tracker_parent)  # the tags: the record's, its environment
     with tempfile.TemporaryDirectory(prefix="ragbench-calibration-") as tmp:
         writer: RecordWriter | None = None
         status, error = "FAILED", None
@@ -178,8 +181,10 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
             model = next((str(j.model) for j in judges.values() if getattr(j, "model", None)), None)
             cal = calibrate(labels, judges, settings, judge_model=model, cache=cache)
             record = record_calibration(writer, record, labels, cal)
-            log_results(tracker, run_id, record, table=writer.table, config_yaml=OmegaConf.to_yaml(cfg, resolve=True))
-            tracker.log_files(run_id, {CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)}, redacted=True)
+            log_results(tracker, run_id, record, table=writer.table,
+                        config_yaml=OmegaConf.to_yaml(cfg, resolve=True))
+            tracker.log_files(run_id, {CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)},
+                              redacted=True)
             report(cal, f"{name} (run {run_id})")
             status = "FINISHED"
         except KeyboardInterrupt:
@@ -195,18 +200,24 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
 
 def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, record: RunRecord, status: str,
          error: BaseException | None) -> None:
-    """The record's end into its file and into MLflow (``run.json`` and ``cases.jsonl``), then the run's
-    status. A FINISHED run whose record cannot be logged ends FAILED and raises (one line)."""
+    """The record's end into its file and into MLflow (``run.json`` and ``cases.jsonl``; a failure's error as
+    its ``ragbench.error`` tag, as a job's), then the run's status. A FINISHED run whose record cannot be
+    logged ends FAILED and raises (one line)."""
     from ragbench.errors import JobFailedError
-    from ragbench.tracking.mlflow_sink import log_files
+    from ragbench.record import ERROR_TAG, failed
+    from ragbench.tracking.mlflow_sink import log_failure, log_files
 
+    text = None if error is None else f"{type(error).__name__}: {error}"
+    record = record if text is None else failed(record, text, {})
     lost: Exception | None = None
     try:
         if writer is not None:  # None: the record never opened (its params failed)
-            writer.finish(record.ended(status, None if error is None else f"{type(error).__name__}: {error}"))
+            writer.finish(record.ended(status, text))
             log_files(tracker, run_id, writer.folder)
     except Exception as exc:  # noqa: BLE001 - the run's failure, said on its status
         lost = exc
+    if ERROR_TAG in record.tags or lost is not None:
+        log_failure(tracker, run_id, record, scored=True, sink_error=None if lost is None else str(lost))
     tracker.end_run(run_id, "FAILED" if lost is not None else status)
     if lost is not None:
         if status == "FINISHED":

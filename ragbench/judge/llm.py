@@ -3,7 +3,7 @@
 Per case it returns (scores normalised to 0-1 except ``judge/score``, which keeps the 0-4 scale):
 ``judge/score``, ``judge/accuracy`` (= score / 4), ``judge/correctness``, ``judge/faithfulness``,
 ``judge/relevance``; ``judge/judge_failed`` (1 when some metric got no parsable verdict -- that
-metric's key is then absent); with ``repeats`` > 1 ``judge/spread`` (max - min accuracy score over the
+metric's key is then absent) and per metric ``judge/<metric>/judge_failed`` (its coverage); with ``repeats`` > 1 ``judge/spread`` (max - min accuracy score over the
 repeats) and ``judge/flip`` (1 when the repeats fall on both sides of ``pass_threshold``); and the
 judge's own ``judge/prompt_tokens``, ``judge/completion_tokens``, ``judge/cost_usd``. Every reply is kept in
 the reply cache, an unparseable one too (it was paid for): read again, it counts as failed again.

@@ -144,11 +144,8 @@ class BatchRunner:
         return make_key({"stage": STAGE, "model": self.model, "api_base": self.api_base, "endpoint": ENDPOINT,
                          "requests": {cid: dict(b) for cid, b in sorted(bodies.items())}})
 
-    def run(self, bodies: Mapping[str, Mapping[str, Any]],
-            keep: Callable[[str, BatchReply], None] | None = None) -> dict[str, BatchReply]:
-        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``}). ``keep``
-        is for runners whose replies arrive one part at a time (a local model's); a provider batch's
-        arrive together and the caller keeps them.
+    def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, BatchReply]:
+        """{custom id: reply} for ``bodies`` ({custom id: chat request body without ``model``}).
 
         A new batch is reserved against the budget before it is submitted (its maximum cost at the batch
         price, one call per request); requests past ``budget.max_calls`` are not sent (their replies carry
@@ -445,21 +442,11 @@ class Batching:
             client = next(iter(requests.values())).client
             runner = client.batch_runner(sleep=self.sleep)
             log.info("%s: batch round %d: %d requests to %s", client.role, self.rounds, len(requests), client.model)
-            kept: set[str] = set()
-
-            def keep(cid: str, reply: BatchReply, requests: dict[str, _Pending] = requests,
-                     kept: set[str] = kept) -> None:
-                """Keeps a reply the moment it arrives (a local model's, batch by batch: Ctrl-C loses none)."""
-                p = requests[cid]
-                p.client.keep_batch_reply(p.request, reply, p.cache_if)
-                kept.add(cid)
-
-            replies = runner.run({cid: p.body for cid, p in requests.items()}, keep)
+            replies = runner.run({cid: p.body for cid, p in requests.items()})
             if runner.batch_id and runner.batch_id not in self.batch_ids:
                 self.batch_ids.append(runner.batch_id)
             for cid, p in requests.items():
-                if cid not in kept:
-                    client.keep_batch_reply(p.request, replies[cid], p.cache_if)
+                client.keep_batch_reply(p.request, replies[cid], p.cache_if)
             with self._lock:
                 self._replies.update(replies)
 

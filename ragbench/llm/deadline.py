@@ -83,7 +83,7 @@ def within(seconds: float, fn: Callable[[], T], *, name: str = "ragbench-attempt
     """``fn()``, or ``DeadlinePassed`` once ``seconds`` have passed (its sockets shut down). An exception
     of ``fn`` is raised as it is. ``fn`` runs in a daemon thread, in a copy of the caller's context."""
     deadline = Deadline(seconds)
-    box: dict[str, Any] = {}
+    box: dict[str, Any] = {}  # "value" (a T) or "error"
 
     def run() -> None:
         _CURRENT.set(deadline)
@@ -101,4 +101,5 @@ def within(seconds: float, fn: Callable[[], T], *, name: str = "ragbench-attempt
     if "error" in box:
         error: BaseException = box.pop("error")
         raise error
-    return box["value"]  # type: ignore[no-any-return]
+    value: T = box["value"]
+    return value

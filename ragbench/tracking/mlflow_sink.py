@@ -1,5 +1,12 @@
 """MLflow as one sink of a job's record (``ragbench.record``): params, tags, metrics, the record's files,
-the case table and the dataset input."""
+the case table and the dataset input.
+
+Every tag the job sets on its run is the record's: its ``tags``, and its ``versions`` as the
+``ragbench.env.*`` tags (``mlflow_tags``). What only MLflow holds is MLflow's own bookkeeping (docs/layout.md,
+"A job's life"): its ``mlflow.*`` tags (source, user, parent run, run name, the list of tables),
+``ragbench.owner`` (the process holding the run open, for closing stale runs), the tags a later process puts
+on a run it closes as stale, and the error of a record that could not be written or logged.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbench.record import RunRecord
+from ragbench.record import ERROR_TAG, RunRecord
+from ragbench.tracking.environment import environment_tags
 
 if TYPE_CHECKING:
     from ragbench.tracking.mlflow_tracker import MlflowTracker
@@ -38,11 +46,34 @@ def start_params(record: RunRecord) -> dict[str, Any]:
     return {**flatten(dict(record.config)), **record.params}
 
 
+def mlflow_tags(record: RunRecord) -> dict[str, str]:
+    """The tags of ``record``'s run: the environment (``ragbench.env.<name>`` per ``versions`` entry) and ``tags``."""
+    return {**environment_tags(record.versions), **record.tags}
+
+
+def open_run(tracker: MlflowTracker, record: RunRecord, *, parent: str | None) -> str:
+    """The record's MLflow run, RUNNING, created with the record's tags so far; returns its id."""
+    return tracker.start_run(run_name=record.name, parent_run_id=parent, tags=mlflow_tags(record))
+
+
+def log_failure(tracker: MlflowTracker, run_id: str, record: RunRecord, *, scored: bool,
+                sink_error: str | None = None) -> None:
+    """A failed job's end from its record: its tags (``ragbench.error`` among them) and, when the job failed
+    before its results were logged (``scored`` false), its metrics: the zero answer scores
+    (``ragbench.record.failed``). ``sink_error``: why the record itself was not written or logged, tagged
+    when the record names no error (it cannot hold that one)."""
+    tags = {**({ERROR_TAG: sink_error} if sink_error else {}), **record.tags}
+    with tracker.batched(run_id):
+        tracker.set_tags(run_id, tags)
+        if not scored and record.metrics:
+            tracker.log_metrics(run_id, record.metrics)
+
+
 def log_results(tracker: MlflowTracker, run_id: str, record: RunRecord, *, table: Sequence[Mapping[str, Any]],
                 config_yaml: str) -> None:
-    """A finished pipeline's results into the job's MLflow run: its tags, metrics and curves (one batch), the
-    cases as an MLflow table, the config, and the dataset as the run's input. The record's files follow
-    when the job ends (``log_files``)."""
+    """A finished pipeline's results into the job's MLflow run: the record's tags, metrics and curves (one
+    batch), the cases as an MLflow table, the config, and the dataset as the run's input. The record's files
+    follow when the job ends (``log_files``)."""
     with tracker.batched(run_id):  # tags, metrics and curves in as few store writes as fit
         tracker.set_tags(run_id, record.tags)
         tracker.log_metrics(run_id, record.metrics)

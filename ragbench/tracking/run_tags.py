@@ -12,22 +12,24 @@ if TYPE_CHECKING:
 
 
 def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
-    """The run's tags known before the pipeline runs: models, stages, environment, routing."""
+    """The run's tags known before the pipeline runs: models, stages, routing, cost basis (the environment is
+    the record's ``versions``, which the sink logs as tags: ``ragbench.tracking.mlflow_sink.mlflow_tags``)."""
     from ragbench.routing import routing_tag
-    from ragbench.tracking.environment import environment_tags
 
     return {
         "ragbench.generator": components.generator.identity if components.generator else "none",
         "ragbench.stages": str(cfg.get("stages", "all")),
         "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-        **component_tags(components), **environment_tags(), **routing_tag(components.routes),
+        **component_tags(components), **routing_tag(components.routes),
         **cost_tag(components),
     }
 
 
 def called_models(components: Components) -> tuple[list[str], int]:
     """(litellm model strings, local models) of the models a job calls: the generator, the model judges, an
-    LLM query transform and an embedding API; a component declaring ``cost_basis = "local"`` counts as local."""
+    LLM query transform and an embedding API; a model ragbench runs itself (``local``, ``local/<ref>``:
+    ``llm=local``, ``judge.backend=local``) or a component declaring ``cost_basis = "local"`` counts as local."""
+    from ragbench.llm.local import is_local
     from ragbench.llm.pricing import CostBasis
     from ragbench.protocols import PromptedGenerator, PromptedJudge, RemoteEmbedder
     from ragbench.query.transforms import LLMTransform
@@ -37,11 +39,18 @@ def called_models(components: Components) -> tuple[list[str], int]:
     for part in (components.generator, *components.judges.values(), components.query, components.embedder):
         if isinstance(part, CostBasis) and part.cost_basis == "local":
             local += 1
-        elif isinstance(part, PromptedGenerator) or isinstance(part, PromptedJudge) or isinstance(
+            continue
+        if isinstance(part, PromptedGenerator) or isinstance(part, PromptedJudge) or isinstance(
                 part, RemoteEmbedder):
-            models.append(part.model)
+            model = part.model
         elif isinstance(part, LLMTransform):
-            models.append(str(part.client.model))
+            model = str(part.client.model)
+        else:
+            continue
+        if is_local(model):
+            local += 1
+        else:
+            models.append(model)
     return models, local
 
 

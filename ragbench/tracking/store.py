@@ -124,15 +124,13 @@ def _head() -> str:
 
 
 def _migrate(tmp: Path) -> None:
-    """A new store at ``tmp``, made and migrated by MLflow itself (dozens of steps: seconds)."""
-    from mlflow.store.tracking import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    """A new store at ``tmp``, made and migrated by MLflow itself (dozens of steps: seconds): its command
+    ``mlflow db upgrade``, run in this process. Unlike opening a ``SqlAlchemyStore``, it keeps no engine in
+    MLflow's per-process cache for the temp file's URI (dropping that one took a private attribute)."""
+    from mlflow.db import upgrade
 
     tmp.unlink(missing_ok=True)
-    uri = f"sqlite:///{tmp}"
-    store = SqlAlchemyStore(uri, DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH)
-    store.engine.dispose()
-    SqlAlchemyStore._engine_map.pop(uri, None)  # noqa: SLF001 - that engine points at the temp file
+    upgrade.main([f"sqlite:///{tmp}"], standalone_mode=False)
 
 
 def template_dir() -> Path | None:

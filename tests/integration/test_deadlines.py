@@ -62,6 +62,22 @@ def test_an_http_system_call_is_cut_at_its_deadline(system_server: DripServer) -
     assert seen.hung_up and seen.seconds < BOUND
 
 
+def slow_answer(question: str) -> dict[str, object]:
+    """A ``system=python`` function that takes 30 s."""
+    time.sleep(30)
+    return {"answer": "Tom", "contexts": []}
+
+
+def test_a_python_system_call_is_cut_at_its_deadline() -> None:
+    from ragbench.systems.python_system import PythonSystem
+
+    system = PythonSystem(target=f"{__name__}:slow_answer", timeout=TIMEOUT, num_retries=0)
+    error, took = _failing(lambda: system.record(QUERY))
+    assert isinstance(error, LLMTimeoutError) and "system.timeout=1s" in str(error)
+    assert took < BOUND
+
+
+@pytest.mark.slow
 def test_a_system_job_whose_every_case_times_out_ends_failed(tmp_path: Path) -> None:
     with DripServer(_record, drip="body", gap_s=0.05) as server:
         with pytest.raises(RagbenchError, match="cases failed"):
@@ -103,6 +119,7 @@ def test_an_llm_request_is_cut_at_its_deadline(drip: str) -> None:
     assert took < BOUND
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("_key")
 def test_an_llm_job_whose_every_case_times_out_ends_failed(tmp_path: Path) -> None:
     """The preflight is answered at once; every answer trickles: each case fails, and so does the job
@@ -111,8 +128,9 @@ def test_an_llm_job_whose_every_case_times_out_ends_failed(tmp_path: Path) -> No
     preflight = b"Reply with the single word OK."
     with DripServer(drip="body", gap_s=0.1, slow=lambda body: preflight not in body) as server:
         with pytest.raises(RagbenchError, match="cases failed"):
-            run_job(["dataset=qasper", "dataset.sample_size=2", "judge=lexical", "retrieval=bm25", "llm=openai",
-                     "llm.model=openai/drip", f"llm.api_base={server.url}/v1", "llm.api_key_env=RAGBENCH_DRIP_KEY",
+            run_job(["dataset=qasper", "dataset.sample_size=2", "judge=lexical", "retrieval=bm25",
+                     "llm=openai", "llm.model=openai/drip", f"llm.api_base={server.url}/v1",
+                     "llm.api_key_env=RAGBENCH_DRIP_KEY",
                      f"llm.timeout={TIMEOUT}", "llm.num_retries=0", f"cache.dir={tmp_path}/cache"], tmp_path)
     run = _only_run(tmp_path)
     assert run.info.status == "FAILED" and run.data.metrics["cases/failure_rate"] == 1.0

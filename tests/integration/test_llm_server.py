@@ -230,9 +230,10 @@ def test_job_end_to_end_failures_counted_and_key_never_logged(server, tmp_path):
     assert again.returncode == 0 and server.count == 0
     cache = tmp_path / "cache"
     records = {stage: len(list((cache / stage).rglob("*.json"))) for stage in ("answers", "verdicts", "llm")}
-    # each answer and verdict stored once, as a stage record; the LLM reply records are the preflights only
-    # (the generator's and judge's of the first job, the failing generator's stored nothing)
-    assert records == {"answers": 6, "verdicts": 6, "llm": 2}
+    # each answer and verdict stored once as a stage record, and every reply paid for as a reply record
+    # (issue 45.1): the 2 preflights, 6 answers and 6 x 4 verdicts of the first job (the failing
+    # generator's stored nothing)
+    assert records == {"answers": 6, "verdicts": 6, "llm": 2 + 6 + 6 * 4}
     assert {json.loads(p.read_text())["manifest"]["kind"] for p in (cache / "llm").rglob("*.json")} == {"chat"}
     texts = [ok.stdout, ok.stderr, failing.stdout, failing.stderr, again.stdout, again.stderr]
     blobs = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]

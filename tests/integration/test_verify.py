@@ -1,5 +1,6 @@
 """A real job on the bundled LoCoMo sample: its case record reproduces every logged retrieval, context and
-answer metric (``python -m ragbench.verify`` exits 0), a tampered metric is caught (exit 1), document scope
+answer metric (``python -m ragbench.verify`` exits 0), a tampered case, run.json (edited, cut to 300 bytes,
+``[]``) or MLflow metric is caught (exit 1), document scope
 keeps every hit in the question's conversation, and sweeping the scope encodes the corpus once."""
 
 from __future__ import annotations
@@ -73,9 +74,34 @@ def test_verify_reproduces_a_job_and_catches_tampering(server, tmp_path, monkeyp
     assert verify([run_id, "--tracking-uri", uri]) == 0
     capsys.readouterr()
 
+    # the record is read too: run.json's metrics must equal the recomputation and MLflow's, its config the
+    # logged params; an edited, truncated or non-record run.json fails naming the file and what differs
+    run_file = next(p for p in tmp_path.rglob("run.json") if run_id in str(p) and "artifacts" in p.parts)
+    record = run_file.read_text()
+    forged = json.loads(record)
+    forged["metrics"]["answer/f1"] = 0.99
+    run_file.write_text(json.dumps(forged, indent=1))
+    assert verify([run_id, "--tracking-uri", uri]) == 1
+    out = capsys.readouterr().out
+    assert f"run metric answer/f1: run.json 0.99, MLflow {run.data.metrics['answer/f1']:.10g}, recomputed" in out
+    forged = json.loads(record)
+    forged["config"]["retrieval"]["topk"] = 7
+    run_file.write_text(json.dumps(forged, indent=1))
+    assert verify([run_id, "--tracking-uri", uri]) == 1
+    assert "run.json config retrieval.topk: '7', MLflow param '5'" in capsys.readouterr().out
+    for damaged, phrase in ((record[:300], "run.json is cut off (the file is truncated)"),
+                            ("[]", "run.json is an array, not a ragbench-run/2 record")):
+        run_file.write_text(damaged)
+        assert verify([run_id, "--tracking-uri", uri]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"FAILED: run {run_id}: {phrase}" in err, err
+    run_file.write_text(record)
+    assert verify([run_id, "--tracking-uri", uri]) == 0
+    capsys.readouterr()
+
     client.log_metric(run_id, "answer/f1", run.data.metrics["answer/f1"] + 1e-6)
     assert verify([run_id, "--tracking-uri", uri]) == 1
-    assert "run metric answer/f1: logged" in capsys.readouterr().out
+    assert "run metric answer/f1: run.json " in capsys.readouterr().out  # MLflow differs from the record
 
     assert verify(["0" * 32, "--tracking-uri", uri]) == 2
     assert verify([run_id, "--tracking-uri", f"sqlite:///{tmp_path}/nowhere/mlflow.db"]) == 2

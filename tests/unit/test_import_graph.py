@@ -5,13 +5,15 @@ deferred import hides a cycle, it does not remove it). A node is a subpackage of
 (``ragbench.judge`` holds every module under ``ragbench/judge/``), a top-level module (``ragbench.app``)
 or the root ``ragbench`` (``ragbench/__init__.py``, which everything may import for ``__version__``,
 so it imports nothing of ragbench but leaf modules). A ``__main__`` module is an entry point: it is its
-own node, may import anything, and nothing imports it. The layers are listed in docs/layout.md.
+own node, may import anything, and nothing imports it. The layers are listed in docs/layout.md, and
+``test_every_import_follows_the_documented_layers`` reads that list and checks the graph against it.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,3 +219,40 @@ def test_each_known_edge_is_needed() -> None:
     unneeded = [pair for pair in sorted(KNOWN) if not pair[1].endswith(".__main__")
                 and not any({node(pair[0]), node(pair[1])} <= {*c} for c in cycles(package_graph(KNOWN - {pair})))]
     assert unneeded == []
+
+
+LAYOUT = ROOT.parent / "docs" / "layout.md"
+
+
+def documented_order() -> dict[str, int]:
+    """docs/layout.md's "## Layers" list: each node's position, bottom up (layer by layer, each layer's
+    entries in their order: an entry may import the entries before it). ``__main__`` nodes come last."""
+    section = LAYOUT.read_text().split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    known = package_graph()
+    order: dict[str, int] = {}
+    for body in re.findall(r"^\d\. (.*?)(?=^\d\. |\Z)", section, re.S | re.M):
+        for token in re.findall(r"`([^`]+)`", body.split("\n\n")[0]):
+            name = token if token.startswith("ragbench") else f"ragbench.{token}"
+            if name in known:
+                order.setdefault(name, len(order))
+    for name in sorted(known):
+        if name.endswith(".__main__"):
+            order.setdefault(name, len(order))
+    return order
+
+
+def test_the_documented_layers_are_read() -> None:
+    order = documented_order()
+    assert order["ragbench.errors"] == 0
+    assert order["ragbench.protocols"] < order["ragbench.retrieval"] < order["ragbench.pipeline"]
+    assert order["ragbench.record"] < order["ragbench.tracking"] < order["ragbench.job"] < order["ragbench.__main__"]
+
+
+def test_every_import_follows_the_documented_layers() -> None:
+    """Issue 38.6: the layer order docs/layout.md states is the package graph's (before, it listed ``stages``
+    after ``build`` and ``plan`` after ``app``, which import them, and left ``conf`` out)."""
+    order, graph = documented_order(), package_graph(KNOWN)
+    assert sorted(set(graph) - set(order)) == [], "nodes docs/layout.md's layers do not list"
+    against = sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
+                     if order[target] >= order[source])
+    assert against == [], "imports against docs/layout.md's layer order (an entry imports a later one)"

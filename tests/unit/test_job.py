@@ -21,6 +21,7 @@ from ragbench.interrupts import Interrupted
 from ragbench.job import Job
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.record import RUN_FILE, RunRecord
+from ragbench.tracking.mlflow_sink import mlflow_tags
 from ragbench.tracking.run_tags import component_params, component_tags
 
 
@@ -138,6 +139,30 @@ def test_every_exit_path_ends_the_run_once_with_its_status(tmp_path, path, multi
     assert tracker.files == ["cases.jsonl", "run.json"]
 
 
+def _record(tmp_path) -> RunRecord:
+    return RunRecord.from_json((tmp_path / "record" / RUN_FILE).read_text())
+
+
+def _logged_tags(tracker: Any) -> dict[str, Any]:
+    """Every tag the job gave its run: at its creation, then set."""
+    return {**{k: v for k, v in tracker.started[0].items() if k not in ("name", "parent")}, **tracker.tags}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_the_record_holds_every_tag_and_score_its_run_gets(tmp_path, path):
+    """Issue 38.2: the start tags, the error tag and a failed job's zero scores were MLflow's only."""
+    job = _job(tmp_path, multirun=True)
+    tracker: Any = job.tracker
+    with contextlib.suppress(BaseException):
+        job.run(PATHS[path][0], COMPONENTS)  # type: ignore[arg-type]
+    record = _record(tmp_path)
+    assert _logged_tags(tracker) == mlflow_tags(record)
+    assert {"ragbench.role", "ragbench.overrides", "ragbench.job_hash", "ragbench.stages"} <= set(record.tags)
+    assert tracker.metrics == dict(record.metrics)
+    assert (record.metrics.get("answer/f1") == 0.0) == (path == "RagbenchError")
+    assert ("ragbench.error" in record.tags) == (path in ("RagbenchError", "bug"))
+
+
 def test_a_build_error_in_a_sweep_is_a_failed_run_with_its_config_and_no_scores(tmp_path):
     job = _job(tmp_path, multirun=True)
     tracker: Any = job.tracker
@@ -156,6 +181,8 @@ def test_a_wrong_objective_name_is_one_line_and_keeps_the_finished_run(tmp_path)
         job.run(_finish, COMPONENTS)  # type: ignore[arg-type]
     assert tracker.ended == [("run-1", "FINISHED")]
     assert "objective='answer/nope'" in tracker.tags["ragbench.error"]
+    record = _record(tmp_path)  # the record says it too, its figures standing
+    assert record.status == "FINISHED" and record.tags["ragbench.error"] == tracker.tags["ragbench.error"]
 
 
 def test_an_interrupt_exit_code_is_128_plus_the_signal(monkeypatch, capsys):

@@ -20,7 +20,7 @@ from ragbench.judge.calibrate import Settings, calibrate
 from ragbench.judge.labels import LabelledItem, LabelSet
 from ragbench.record import LEGACY_SCORES, RecordWriter, RunRecord
 from ragbench.tracking.mlflow_sink import flatten, log_files, log_results, start_params
-from ragbench.tracking.mlflow_tracker import table_json
+from ragbench.tracking.mlflow_tracker import redact, table_json
 from ragbench.verify import Report
 from ragbench.verify_calibration import (
     SUMMARY_ARTIFACT,
@@ -160,7 +160,7 @@ class Store:
         self.files: dict[str, bytes] = {}
 
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
-        self.params.update({k: str(v) for k, v in params.items()})
+        self.params.update(redact(params))  # as MlflowTracker.log_params stores them (None: "")
 
     def log_metrics(self, run_id: str, metrics: Mapping[str, float]) -> None:
         self.metrics.update(metrics)
@@ -194,8 +194,8 @@ def recorded(tmp_path_factory) -> CalibrationRun:
     from ragbench.judge.__main__ import CALIBRATION_ARTIFACT, record_calibration
 
     cal = calibrate(LABELS, {"llm": Judge()}, SETTINGS, judge_model=JUDGE_MODEL)
-    config = {k: getattr(SETTINGS, k) for k in ("scale", "pass_at", "max_score", "repeats", "resamples", "seed",
-                                                 "level", "workers")}
+    config = {k: getattr(SETTINGS, k) for k in ("scale", "pass_at", "max_score", "repeats", "resamples",
+                                                 "seed", "level", "workers")}
     config.update(probes=list(SETTINGS.probes), keys={"faithfulness": "judge/faithfulness"}, limit=None)
     record = RunRecord(name="#0", job_hash="h", config=config, kind="calibration", params={"labels.n": 20})
     store = Store()
@@ -210,7 +210,8 @@ def recorded(tmp_path_factory) -> CalibrationRun:
 
 
 def _replace(run: CalibrationRun, name: str, data: bytes | None) -> CalibrationRun:
-    return CalibrationRun(run_id=run.run_id, params=run.params, metrics=run.metrics, files={**run.files, name: data})
+    return CalibrationRun(run_id=run.run_id, params=run.params, metrics=run.metrics,
+                          files={**run.files, name: data})
 
 
 def test_a_calibration_writes_a_record_that_reproduces_every_metric(recorded):
@@ -249,6 +250,10 @@ def test_an_edited_record_fails(recorded):
     doc["config"]["seed"] = 4  # the settings the run did not use
     report = _check(_replace(recorded, "run.json", json.dumps(doc).encode()))
     assert "param seed: MLflow '3', run.json '4'" in report.mismatches
+
+    failed = CalibrationRun(run_id="r2", params=recorded.params, metrics=recorded.metrics,
+                            files=recorded.files, status="FAILED")
+    assert _check(failed).mismatches == ["run.json status FINISHED, MLflow run FAILED"]
 
 
 @pytest.mark.parametrize("data,phrase", [

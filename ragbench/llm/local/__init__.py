@@ -17,7 +17,9 @@ def is_local(model: object) -> bool:
     return isinstance(model, str) and (model == PREFIX or model.startswith(PREFIX + "/"))
 
 
-LITELLM_DEFAULT = "openai/gpt-4o-mini"  # conf/judge/*.yaml's model: under judge.backend=local, the bundled model
+LITELLM_DEFAULT = (
+    "openai/gpt-4o-mini"  # conf/judge/*.yaml's model: under judge.backend=local, the bundled model
+)
 
 
 def local_model(model: object) -> str:

@@ -37,7 +37,9 @@ class Generated:
 
 def _torch(role: str) -> Any:
     """torch, transformers, gguf and accelerate, or one line naming the extra."""
-    missing = [m for m in ("torch", "transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("torch", "transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise ConfigError(f"{role}=local needs {', '.join(missing)}, not installed; fix: {EXTRA}")
     import torch
@@ -48,13 +50,17 @@ def _torch(role: str) -> Any:
 def pick_device(device: str, role: str) -> str:
     """``auto``: CUDA when torch sees a device, else the CPU; ``cuda`` where there is none: one line."""
     if device not in DEVICES and not device.startswith("cuda:"):
-        raise ConfigError(f"{role}.device={device!r} is not valid; choose one of {', '.join(DEVICES)} (or cuda:N)")
+        raise ConfigError(
+            f"{role}.device={device!r} is not valid; choose one of {', '.join(DEVICES)} (or cuda:N)"
+        )
     torch = _torch(role)
     has_cuda = bool(torch.cuda.is_available())
     if device.startswith("cuda") and not has_cuda:
         build = "a CPU-only build of torch" if torch.version.cuda is None else "no visible CUDA device"
-        raise ConfigError(f"{role}.device={device} but torch sees no CUDA device ({build}, torch "
-                          f"{torch.__version__}); fix: {role}.device=auto (or cpu), or install a CUDA build of torch")
+        raise ConfigError(
+            f"{role}.device={device} but torch sees no CUDA device ({build}, torch "
+            f"{torch.__version__}); fix: {role}.device=auto (or cpu), or install a CUDA build of torch"
+        )
     if device == "auto":
         return "cuda" if has_cuda else "cpu"
     return device
@@ -91,39 +97,58 @@ class LocalModel:
         kwargs: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
         start = time.perf_counter()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source.folder, **kwargs)
-            self.model = AutoModelForCausalLM.from_pretrained(source.folder, dtype=getattr(torch, dtype), **kwargs)
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(source.folder, **kwargs)
+            self.model: Any = AutoModelForCausalLM.from_pretrained(
+                source.folder, dtype=getattr(torch, dtype), **kwargs
+            )
         except ValueError as exc:
             if "not supported" in str(exc) or "architecture" in str(exc).lower():
-                raise ModelLoadError(f"{role}.model={source.name!r}: architecture {header.architecture!r} is not "
-                                     f"supported by transformers' GGUF reader; fix: use a model of a supported "
-                                     f"architecture (llama, mistral, qwen2, phi3, gemma2...), or its safetensors "
-                                     f"folder") from None
-            raise ModelLoadError(f"{role}.model={source.name!r} could not be loaded ({type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:160]}); fix: download it again") from None
+                raise ModelLoadError(
+                    f"{role}.model={source.name!r}: architecture {header.architecture!r} is not "
+                    f"supported by transformers' GGUF reader; fix: use a model of a supported "
+                    f"architecture (llama, mistral, qwen2, phi3, gemma2...), or its safetensors "
+                    f"folder"
+                ) from None
+            raise ModelLoadError(
+                f"{role}.model={source.name!r} could not be loaded ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:160]}); fix: download it again"
+            ) from None
         except (OSError, KeyError, RuntimeError) as exc:
-            raise ModelLoadError(f"{role}.model={source.name!r} could not be loaded ({type(exc).__name__}: "
-                                 f"{' '.join(str(exc).split())[:160]}); fix: download it again, or check "
-                                 f"{role}.model") from None
-        self.model.to(device)
-        self.model.eval()
+            raise ModelLoadError(
+                f"{role}.model={source.name!r} could not be loaded ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:160]}); fix: download it again, or check "
+                f"{role}.model"
+            ) from None
+        model: Any = self.model
+        model.to(device)
+        model.eval()
         self.load_s = time.perf_counter() - start
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ModelLoadError(f"{role}.model={source.name!r} has no chat template; fix: use an instruct model "
-                                 f"(its tokenizer ships one)")
+            raise ModelLoadError(
+                f"{role}.model={source.name!r} has no chat template; fix: use an instruct model "
+                f"(its tokenizer ships one)"
+            )
         window = getattr(self.model.config, "max_position_embeddings", None) or header.context_window
         self.context_window = int(window) if window else 2048
         self._generate = threading.Lock()
-        log.info("%s: loaded %s (%.0fM parameters, %s on %s) in %.1f s", role, source.name,
-                 self.parameters / 1e6, dtype, device, self.load_s)
+        log.info(
+            "%s: loaded %s (%.0fM parameters, %s on %s) in %.1f s",
+            role,
+            source.name,
+            self.parameters / 1e6,
+            dtype,
+            device,
+            self.load_s,
+        )
 
     def prompt_ids(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
         """The token ids of ``messages`` under the model's chat template, ready for the reply."""
-        ids = self.tokenizer.apply_chat_template([dict(m) for m in messages], add_generation_prompt=True,
-                                                 tokenize=True)
+        ids: Any = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], add_generation_prompt=True, tokenize=True
+        )
         if isinstance(ids, Mapping):  # transformers 5 returns a BatchEncoding
             ids = ids["input_ids"]
         return [int(t) for t in ids]
@@ -132,8 +157,15 @@ class LocalModel:
         """Prompt tokens of ``messages``, counted by the model's own tokenizer."""
         return len(self.prompt_ids(messages))
 
-    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, temperature: float = 0.0,
-                 top_p: float = 1.0, seed: int | None = 0) -> list[Generated]:
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = 0,
+    ) -> list[Generated]:
         """The replies to ``prompts`` (token ids), generated as one left-padded batch."""
         import torch
 
@@ -142,16 +174,21 @@ class LocalModel:
         ids = torch.full((len(prompts), width), pad, dtype=torch.long)
         mask = torch.zeros((len(prompts), width), dtype=torch.long)
         for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt):] = torch.tensor(list(prompt), dtype=torch.long)
-            mask[row, width - len(prompt):] = 1
+            ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
         sampling: dict[str, Any] = {"do_sample": False}
         if temperature > 0:
             sampling = {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
         with self._generate, torch.inference_mode():
             if temperature > 0 and seed is not None:
                 torch.manual_seed(int(seed))
-            out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                      max_new_tokens=int(max_new_tokens), pad_token_id=pad, **sampling)
+            out = self.model.generate(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_new_tokens=int(max_new_tokens),
+                pad_token_id=pad,
+                **sampling,
+            )
         stops = _stop_ids(self.model, self.tokenizer)
         replies: list[Generated] = []
         for row, prompt in enumerate(prompts):
@@ -161,7 +198,7 @@ class LocalModel:
                 if t in stops:
                     n = i + 1
                     break
-            text = self.tokenizer.decode(new[:n], skip_special_tokens=True).strip()
+            text = str(self.tokenizer.decode(new[:n], skip_special_tokens=True)).strip()
             replies.append(Generated(text, len(prompt), n))
         return replies
 
@@ -174,14 +211,24 @@ def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
     return {int(i) for i in ids}
 
 
-def load(source: ModelSource, *, device: str = "auto", dtype: str = "auto", threads: int | None = None,
-         role: str = "llm") -> LocalModel:
+def load(
+    source: ModelSource,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    threads: int | None = None,
+    role: str = "llm",
+) -> LocalModel:
     """The model of ``source`` on ``device`` in ``dtype``, loaded once per process."""
+    if source.problem is not None:
+        raise ConfigError(source.problem)
     where = pick_device(device, role)
     kind = pick_dtype(dtype, where, role)
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"{role}.threads must be an integer >= 1 or null (torch's default), got {threads!r}")
+            raise ConfigError(
+                f"{role}.threads must be an integer >= 1 or null (torch's default), got {threads!r}"
+            )
         import torch
 
         torch.set_num_threads(threads)

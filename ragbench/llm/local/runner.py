@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ragbench import interrupts
@@ -18,6 +18,8 @@ from ragbench.budget import LEDGER
 from ragbench.errors import LLMError
 from ragbench.llm.batch import BatchReply
 from ragbench.types import Usage
+
+REQUEST = "_request"  # ragbench.llm.local.client.REQUEST: the request a round's line carries
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,7 @@ class LocalRunner:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def run(self, bodies: Mapping[str, Mapping[str, Any]],
-            keep: Callable[[str, BatchReply], None] | None = None) -> dict[str, BatchReply]:
+    def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, BatchReply]:
         client = self.client
         model = client.local_model()
         prompts: dict[str, list[int]] = {}
@@ -47,25 +48,37 @@ class LocalRunner:
         size = client.batch_size
         for start in range(0, len(order), size):
             interrupts.check()  # a safe point: the batches done so far are in the reply cache
-            chunk = order[start:start + size]
+            chunk = order[start : start + size]
             holds = [LEDGER.reserve(0.0) for _ in chunk]
             began = time.perf_counter()
             try:
-                replies = model.generate([prompts[c] for c in chunk], max_new_tokens=client.max_new_tokens,
-                                         temperature=client.temperature, top_p=client.top_p, seed=client.seed)
+                replies = model.generate(
+                    [prompts[c] for c in chunk],
+                    max_new_tokens=client.max_new_tokens,
+                    temperature=client.temperature,
+                    top_p=client.top_p,
+                    seed=client.seed,
+                )
             except RuntimeError as exc:  # out of memory, a device error: one line, the done batches kept
                 for hold in holds:
                     LEDGER.settle(client.role, Usage(), hold)
-                raise LLMError(f"{client.where()}: generating a batch of {len(chunk)} failed ({type(exc).__name__}: "
-                               f"{' '.join(str(exc).split())[:160]}); fix: lower {client.role}.batch_size") from None
+                raise LLMError(
+                    f"{client.where()}: generating a batch of {len(chunk)} failed ({type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())[:160]}); fix: lower {client.role}.batch_size"
+                ) from None
             seconds = time.perf_counter() - began
             LEDGER.generated(client.role, seconds, sum(r.completion_tokens for r in replies))
             for cid, hold, reply in zip(chunk, holds, replies, strict=True):
                 usage = Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
                 LEDGER.settle(client.role, usage, hold)
                 out[cid] = BatchReply(reply.text, usage)
-                if keep is not None:
-                    keep(cid, out[cid])
-            log.info("%s: generated %d/%d replies (%.1f s, %d tokens)", client.role, min(start + size, len(order)),
-                     len(order), seconds, sum(r.completion_tokens for r in replies))
+                client.kept(bodies[cid][REQUEST], out[cid], seconds)
+            log.info(
+                "%s: generated %d/%d replies (%.1f s, %d tokens)",
+                client.role,
+                min(start + size, len(order)),
+                len(order),
+                seconds,
+                sum(r.completion_tokens for r in replies),
+            )
         return out

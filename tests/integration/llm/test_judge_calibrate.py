@@ -4,7 +4,8 @@ Proves the plumbing, not a judge's quality (that needs real models): a two-rubri
 MLflow run per judge configuration under a sweep parent, whose kappa, accuracy and confusion matrix equal
 the hand-worked values and scikit-learn's; a judge that always agrees has kappa 1; a judge that reads only
 the first passage shows a position bias whose CI excludes 0; ``ragbench.compare`` compares the two runs;
-the bundled ExpertQA sample runs end to end and passes ``ragbench.verify`` (an artifact edited by 1e-7
+the bundled ExpertQA sample runs end to end, writes its record (``run.json``, kind ``calibration``, and a
+case line per item) and passes ``ragbench.verify`` (an artifact edited by 1e-7, or an edited ``run.json``,
 fails it); a bad labels file is one line and exit 2.
 """
 
@@ -17,6 +18,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from ragbench.judge.__main__ import main
+from ragbench.record import RunRecord
 from ragbench.verify import main as verify
 from tests.fixtures.llm_server import Step
 
@@ -132,6 +134,16 @@ def test_bundled_sample_runs_end_to_end(llm_server, tmp_path, monkeypatch, capsy
         assert m[f"probe/{probe}/{stat}"] == 0.0 and f"probe/{probe}/{stat}_ci_low" in m
     assert run.data.tags["ragbench.dataset"] == "labels"
     assert run.data.params["labels.n"] == "80"
+    # its record, logged as a job's: run.json (kind calibration) and a case line per item; no case_scores.json
+    names = {f.path for f in client.list_artifacts(run.info.run_id)}
+    assert {"run.json", "cases.jsonl", "cases_table.json", "calibration.json"} <= names
+    assert "case_scores.json" not in names
+    record = RunRecord.from_json(_read(client, run, "run.json", tmp_path))
+    assert record.kind == "calibration" and record.status == "FINISHED" and dict(record.metrics) == m
+    assert {k: v for k, v in run.data.tags.items() if k.startswith("ragbench.env.")} == {
+        f"ragbench.env.{k}": v for k, v in record.versions.items()}
+    lines = _read(client, run, "cases.jsonl", tmp_path).splitlines()
+    assert len(lines) == 80 and json.loads(lines[0])["calibration/faithfulness/agree"] in (0.0, 1.0)
 
     # ragbench.verify recomputes every calibration metric from the run's own artifacts
     capsys.readouterr()
@@ -148,12 +160,46 @@ def test_bundled_sample_runs_end_to_end(llm_server, tmp_path, monkeypatch, capsy
     assert verify([run.info.run_id, *uri]) == 1
     assert "calibration.json.agreement.faithfulness.accuracy.value: logged 0.5000001" in capsys.readouterr().out
     summary.write_text(original)
-    scores = next(p for p in store.rglob("case_scores.json") if run.info.run_id in str(p))
-    doc = json.loads(scores.read_text())
-    doc["fields"]["probe/repeat/std"][0] += 1e-7
-    scores.write_text(json.dumps(doc))
+    cases = next(p for p in store.rglob("cases.jsonl") if run.info.run_id in str(p))
+    lines = [json.loads(x) for x in cases.read_text().splitlines()]
+    lines[0]["probe/repeat/std"] += 1e-7
+    cases.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert verify([run.info.run_id, *uri]) == 1
-    assert "case_scores.json against calibration_items.json.fields.probe/repeat/std[0]" in capsys.readouterr().out
+    assert "cases.jsonl against cases_table.json.fields.probe/repeat/std[0]" in capsys.readouterr().out
+    # and an edited run.json
+    record = next(p for p in store.rglob("run.json") if run.info.run_id in str(p))
+    lines[0]["probe/repeat/std"] -= 1e-7  # restored
+    cases.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = json.loads(record.read_text())
+    doc["metrics"]["calibration/faithfulness/accuracy"] = 0.99
+    record.write_text(json.dumps(doc))
+    assert verify([run.info.run_id, *uri]) == 1
+    out = capsys.readouterr().out
+    assert "run.json metric calibration/faithfulness/accuracy: logged 0.99" in out
+
+
+def test_a_failed_calibration_logs_its_failed_record(llm_server, labels_file, tmp_path, monkeypatch, capsys):
+    """No reply parses: the configuration fails (exit 1, one line) and its run holds a FAILED record naming
+    the error, as a failed job's does."""
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("OPENAI_API_KEY", "none")
+    llm_server.rule = lambda body: Step(text="Looks fine to me.") if '"score"' in str(body) else None
+    store = tmp_path / "mlruns"
+    assert main(["calibrate", str(labels_file), "probes=[]", *_args(llm_server, store)]) == 1
+    assert "0 parseable verdicts" in capsys.readouterr().err
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("ragbench-calibration").experiment_id])
+    assert run.info.status == "FAILED"
+    record = RunRecord.from_json(_read(client, run, "run.json", tmp_path))
+    assert record.kind == "calibration" and record.status == "FAILED"
+    assert record.error.startswith("JobFailedError: 0 parseable verdicts")
+    assert run.data.tags["ragbench.error"] == record.tags["ragbench.error"] == record.error  # as a job's
+
+
+def _read(client, run, name, tmp_path):
+    with open(client.download_artifacts(run.info.run_id, name, str(tmp_path)), encoding="utf-8") as f:
+        return f.read()
 
 
 def test_bad_labels_file_is_one_line_and_exit_2(tmp_path, capsys):

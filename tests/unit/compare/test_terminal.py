@@ -86,3 +86,19 @@ def test_a_tied_default_baseline_is_said_to_be_tied():
     note = next(n for n in comp.notes if n.startswith("baseline"))
     assert "the best of 3 configurations on answer/f1" in note and "topk=3 #0" in note
     assert "), tied with 2 others (the earliest taken); name another" in note
+
+
+def test_baselines_from_a_file_each_get_their_row(monkeypatch, tmp_path):
+    from ragbench.compare.runcases import load_baseline, save_baseline
+
+    f1 = scores(50, 7)
+    path = tmp_path / "baseline.json"
+    save_baseline(path, [run("b1", rows(f1), name="#0 dataset=locomo,retrieval=bm25"),
+                         run("d1", rows(f1 * 0.5), name="#1 dataset=locomo,retrieval=dense")])
+    new = [run("b2", rows(f1), name="#1 dataset=locomo,retrieval=bm25"),
+           run("d2", rows(f1 * 0.5), name="#0 dataset=locomo,retrieval=dense")]
+    comp, taxa = analyse(new, metrics=["answer/f1"], baseline_runs=load_baseline(path), resamples=200)
+    text = _render(monkeypatch, comp, taxa)
+    table = text[text.index("locomo: answer/f1"):text.index("locomo: delta by question type")]
+    assert table.count("(file)") == 2 and table.count("= baseline") == 2 and table.count("· not sig.") == 2
+    assert max(len(line) for line in text.splitlines()) <= 80

