@@ -6,8 +6,10 @@ restates the answer. Each reader tries, in order, and stops at the first that fi
 
 1. **JSON**: the whole reply, each code fence, each balanced ``{...}`` / ``[...]`` in the prose (JSON, then
    a Python literal: single quotes, trailing commas). Objects naming the field disagreeing is ambiguous.
-2. **Labelled fallbacks**: ``score: 4``, ``**Score:** 4/4``, ``the score is 2``, ``Verdict: yes`` (a
-   two-valued scale), a numbered list of claims or of per-claim verdicts.
+2. **Labelled fallbacks**: ``score: 4``, ``**Score:** 4/4``, ``the score is 2``, ``Correctness: 3``, ``The
+   CORRECTNESS of the generated answer is 4.`` (SmolLM2-135M's own way), ``Verdict: yes`` (a two-valued
+   scale), a numbered list of claims or of per-claim verdicts. ``The answer is 4.`` is no verdict: it may
+   restate a numeric answer.
 3. **A lone value**: a reply (or its first line) that is only a number in range, or only yes/no.
 
 Nothing is guessed: two different labelled scores, a score out of range, ``4/5`` on a 0-4 scale, stray
@@ -35,6 +37,9 @@ _NOT_A_RANGE = r"(?![\d.]\d|\d|\s*(?:-|\u2013|to)\s*\d)"  # "a score of 0-4" res
 # "score: 4", "**Score:** 4/4", "'score' = 3", "the score is 2", "Rating of 3 out of 4"
 _LABELLED = re.compile(r"""\b(?:score|rating|grade)\b\**["']?\s*(?::|=|\bis\b|\bof\b)?\s*\**\s*["']?\s*"""
                        + _NUMBER + _NOT_A_RANGE + _OUT_OF, re.IGNORECASE)
+# a rubric named as the label: "Correctness: 3", "The CORRECTNESS of the generated answer is 4." (SmolLM2's way)
+_NAMED = re.compile(r"\b(?:correctness|faithfulness|relevance|accuracy)\b(?:\s+of\s+the\s+(?:generated\s+)?answer)?"
+                    r"\**\s*(?::|=|\bis\b)\s*\**\s*" + _NUMBER + _NOT_A_RANGE + _OUT_OF, re.IGNORECASE)
 _LONE = re.compile(r"^[\s*_`\"'(\[]*" + _NUMBER + _OUT_OF + r"[\s*_`\"')\].!]*$")
 YES = ("yes", "correct", "supported", "true", "right", "relevant", "faithful")
 NO = ("no", "incorrect", "wrong", "not supported", "unsupported", "false", "not relevant", "irrelevant",
@@ -183,7 +188,7 @@ def parse_score(text: str, allowed: Collection[int], name: str = "score") -> Par
         scores = [_score(v, allowed) for v, _ in fields]
         reasoning = next((str(r) for _, d in fields if (r := _field(d, "reasoning")[1]) is not None), "")
         return _agreed(scores, "json", reasoning)
-    labelled = [_score(m.group(1), allowed, m.group(2)) for m in _LABELLED.finditer(text)]
+    labelled = [_score(m.group(1), allowed, m.group(2)) for r in (_LABELLED, _NAMED) for m in r.finditer(text)]
     if labelled:
         return _agreed(labelled, "labelled", text.strip())
     two = sorted(allowed)

@@ -319,8 +319,8 @@ class BatchRunner:
                 cid, reply = self._line(line)
                 if cid is None:
                     unreadable += 1
-                    log.warning("%s: batch %s file %s line %d is unreadable and names no request: %.120r",
-                                self.role, self.batch_id, file_id, n, line)
+                    log.warning("%s: batch %s: line %d of %s names no request: %r", self.role,
+                                self.batch_id, n, file_id, mask_secrets(line[:60]))
                 elif reply.text is not None or cid not in out:  # a reply beats an error line for it
                     out[cid] = reply
         if unreadable:

@@ -24,7 +24,7 @@ from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm import batch as batching
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
-from ragbench.llm.deadline import DeadlinePassed, within
+from ragbench.llm.deadline import DeadlinePassed, holding, within
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMConnectionError,
@@ -480,7 +480,8 @@ class LLMClient:
         def describe(exc: BaseException) -> str:
             return class_of(exc).__name__
 
-        with self._slots:
+        # an attempt abandoned at its deadline keeps its place until it ends (ragbench.llm.deadline)
+        with holding(self._slots, self.max_concurrency, self.timeout):
             if self.breaker.message is not None:  # checked inside the slot: waiting threads send nothing
                 raise LLMCircuitOpenError(self.breaker.message)
             LEDGER.admit()  # a stopped budget: not even a slot's worth of work

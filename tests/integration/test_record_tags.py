@@ -24,7 +24,8 @@ MLFLOW_ONLY = {"mlflow.source.type", "mlflow.source.name", "mlflow.source.git.co
 
 
 def _record(client: Any, run: Any, tmp_path: Path) -> RunRecord:
-    return RunRecord.from_json(Path(client.download_artifacts(run.info.run_id, "run.json", str(tmp_path))).read_text())
+    path = client.download_artifacts(run.info.run_id, "run.json", str(tmp_path))
+    return RunRecord.from_json(Path(path).read_text())
 
 
 def _recorded(run: Any) -> dict[str, str]:

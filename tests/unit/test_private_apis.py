@@ -61,7 +61,8 @@ def reaches_in(tree: ast.AST, own: set[str]) -> set[str]:
         if isinstance(n, ast.Import):
             found.update(a.name for a in n.names
                          if a.name.split(".")[0] != "ragbench" and any(map(_private, a.name.split("."))))
-        elif isinstance(n, ast.ImportFrom) and not n.level and n.module and n.module.split(".")[0] != "ragbench":
+        elif (isinstance(n, ast.ImportFrom) and not n.level and n.module
+              and n.module.split(".")[0] != "ragbench"):
             for alias in n.names:
                 if any(map(_private, n.module.split("."))) or _private(alias.name):
                     found.add(f"{n.module}.{alias.name}")
@@ -116,10 +117,11 @@ def test_the_scan_finds_each_kind_of_reach() -> None:
 
 
 def test_each_private_reach_is_listed_with_its_reason_in_the_layout_doc() -> None:
-    """Issue 38.6: docs/layout.md said 4 reaches where there were 6, one mutating SqlAlchemyStore._engine_map."""
+    """Issue 38.6: docs/layout.md said 4 reaches where there were 6, one changing
+    ``SqlAlchemyStore._engine_map``."""
     listed, found = allowed(), reaches()
     assert listed, "docs/layout.md has no '## Private APIs' list"
-    assert sorted(found - set(listed)) == [], "a private-API reach docs/layout.md does not list (add it with its reason)"
+    assert sorted(found - set(listed)) == [], "a reach docs/layout.md does not list (add it with its reason)"
     assert sorted(set(listed) - found) == [], "docs/layout.md lists a reach ragbench no longer makes"
     assert [k for k, why in listed.items() if len(why) < 20] == [], "each reach needs its reason"
 
@@ -155,7 +157,8 @@ def mutations_in(tree: ast.AST, own: set[str]) -> set[str]:
 
 
 def test_mutations_are_found() -> None:
-    tree = ast.parse("Store._engine_map.pop(uri, None)\nlib._x = 1\ndel lib._y\nlib._z[k] = 2\nself._own.pop()\n")
+    tree = ast.parse("Store._engine_map.pop(uri, None)\nlib._x = 1\ndel lib._y\nlib._z[k] = 2\n"
+                     "self._own.pop()\n")
     assert mutations_in(tree, set()) == {"Store._engine_map", "lib._x", "lib._y", "lib._z"}
 
 
@@ -163,5 +166,6 @@ def test_no_reach_changes_a_library() -> None:
     """Issue 38.6: ``SqlAlchemyStore._engine_map.pop(...)`` in tracking/store.py changed MLflow's state."""
     trees = _trees()
     own = _defined(trees)
-    changed = sorted(f"{p.relative_to(ROOT.parent)}: {m}" for p, t in trees.items() for m in mutations_in(t, own))
+    changed = sorted(f"{p.relative_to(ROOT.parent)}: {m}" for p, t in trees.items()
+                     for m in mutations_in(t, own))
     assert changed == []

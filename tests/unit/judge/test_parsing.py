@@ -49,6 +49,11 @@ REPLIES = [
     ("Verdict: no, the date differs", BINARY, 0, "labelled"),
     ("Verdict: correct", GRADED, None, "failed"),  # yes/no means nothing on a 0-4 scale
     ("Using a score of 0-4, I give it Score: 3", GRADED, 3, "labelled"),  # the scale restated is no score
+    ("The CORRECTNESS of the generated answer is 4.", GRADED, 4, "labelled"),  # SmolLM2-135M, verbatim
+    ("Faithfulness: 3\nEvery claim is in ref_1.", GRADED, 3, "labelled"),
+    ("The model reaches an accuracy of 85% on SST-2.", GRADED, None, "failed"),  # a restated answer
+    ("The answer is 4.", GRADED, None, "failed"),  # SmolLM2-135M, verbatim: a numeric answer or a grade?
+    ("The gold answer is 4.\n\nThe answer is 4.", GRADED, None, "failed"),  # SmolLM2-135M, verbatim
     # a lone value
     ("4", GRADED, 4, "bare"),
     ("3.\nThe answer names the right person but the wrong year.", GRADED, 3, "bare"),
