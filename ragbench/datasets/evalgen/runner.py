@@ -100,18 +100,11 @@ class SlotWorker:
     def _ask(self, client: LLMClient, messages: list[dict[str, str]], parse: Callable[[str], T]
              ) -> tuple[T | None, str, float]:
         """(parsed reply or None, what was wrong, cost of fresh calls); a malformed reply is asked again
-        ``parse_retries`` times and never cached."""
+        ``parse_retries`` times, each attempt its own request. Every reply is cached like any other (it was
+        paid for): a rerun replays the same attempts and sends nothing."""
         cost, problem = 0.0, ""
-
-        def ok(text: str) -> bool:
-            try:
-                parse(text)
-            except MalformedReply:
-                return False
-            return True
-
         for attempt in range(1 + self.settings.parse_retries):
-            reply = client.complete(messages, key_extra={"parse_attempt": attempt} if attempt else None, cache_if=ok)
+            reply = client.complete(messages, key_extra={"parse_attempt": attempt} if attempt else None)
             cost += 0.0 if reply.usage.cached else reply.usage.cost_usd
             try:
                 return parse(reply.text), "", cost
