@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> int:
 
     offline.set_defaults()
     from ragbench.llm.local import engine
+    from ragbench.llm.local.source import resolve
     from tests.fixtures.jobs import run_job
 
+    warm = engine.load(resolve(None), threads=args.threads)  # loaded, and one generate run: no first-call cost
+    warm.generate([warm.prompt_ids([{"role": "user", "content": "Say OK."}])], max_new_tokens=4)
     batches: list[tuple[list[list[int]], dict[str, Any]]] = []
     real = engine.LocalModel.generate
 

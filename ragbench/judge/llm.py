@@ -10,8 +10,10 @@ the reply cache, an unparseable one too (it was paid for): read again, it counts
 
 ``structured_output`` asks the endpoint for the verdict's JSON schema (``response_format``, which
 llama.cpp's server, vLLM, Ollama and OpenAI honour): None (default) asks a self-hosted endpoint (one
-named by ``api_base``) and not a provider's default one; the run's param ``judge/structured_output``
-says ``json_schema`` or ``off``.
+named by ``api_base``) or a local model (``judge.backend=local``, which decodes the verdict under its
+grammar: ``ragbench.llm.local.grammar``), not a provider's default one; the run's param
+``judge/structured_output`` says ``json_schema`` (an endpoint asked for the schema), ``grammar`` (a local
+model's constrained decoding) or ``off``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ragbench.errors import ConfigError
 from ragbench.judge.refusal import is_refusal
 from ragbench.judge.rubrics import JudgeRubrics, Rubric, load_rubrics, parse_verdict
 from ragbench.llm.client import LLMClient
+from ragbench.llm.local import is_local
+from ragbench.llm.local.grammar import GRAMMAR
 from ragbench.types import Answer, Context, Query
 
 log = logging.getLogger(__name__)
@@ -69,9 +73,11 @@ class LLMJudge:
         structured_output: bool | None = None,
     ) -> None:
         if structured_output is not None and not isinstance(structured_output, bool):
-            raise ConfigError(f"judge.structured_output must be true, false or null (on for an api_base), "
-                              f"got {structured_output!r}")
-        self.structured = bool(api_base) if structured_output is None else structured_output
+            raise ConfigError(f"judge.structured_output must be true, false or null (on for an api_base or a "
+                              f"local model), got {structured_output!r}")
+        local = is_local(model)
+        self.structured = bool(api_base) or local if structured_output is None else structured_output
+        self.constrained = "off" if not self.structured else GRAMMAR if local else "json_schema"
         unknown = sorted(set(metrics) - set(METRICS))
         if unknown or not metrics:
             raise ConfigError(
@@ -102,7 +108,7 @@ class LLMJudge:
             f"llm-judge:{model}(rubrics={self.rubrics.hash},metrics={','.join(self.metrics)},"
             f"repeats={repeats},temperature={temperature},max_tokens={max_tokens},"
             f"pass_threshold={pass_threshold},dataset={dataset}"
-            f"{',structured_output=json_schema' if self.structured else ''})"
+            f"{f',structured_output={self.constrained}' if self.structured else ''})"
         )
         self.client = LLMClient(
             model=model,
@@ -125,9 +131,10 @@ class LLMJudge:
     def log_params(self) -> dict[str, Any]:
         """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):
         the rubric file and its content hash, and whether the verdicts' output was constrained
-        (``json_schema``: asked with ``response_format``; ``off``)."""
+        (``json_schema``: asked with ``response_format``; ``grammar``: a local model's constrained
+        decoding; ``off``)."""
         return {"judge/rubrics_file": self.rubrics.path, "judge/rubrics_hash": self.rubrics.hash,
-                "judge/structured_output": "json_schema" if self.structured else "off"}
+                "judge/structured_output": self.constrained}
 
     def log_tags(self) -> dict[str, str]:
         """MLflow run tags (ragbench.protocols.LoggedTags; no cache key): the judge's model, and whether it is

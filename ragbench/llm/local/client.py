@@ -29,6 +29,10 @@ OVERFLOW = ("truncate_contexts", "refuse")
 REQUEST = "_request"  # the key of a round line's request (LocalClient._body)
 
 
+_SOLO: set[batching.Batching] = set()  # the rounds of one request made outside a job's rounds
+_SOLO_TURN = threading.Lock()  # one such round at a time
+
+
 class LLMContextError(LLMError):
     """A prompt longer than the local model's window (``llm.context_overflow=refuse``)."""
 
@@ -114,6 +118,11 @@ class LocalClient(LLMClient):
             request["params"].update({"top_p": self.top_p, "seed": self.seed})
         return request
 
+    def supports_response_format(self) -> bool:
+        """A graded verdict's schema is decoded under its grammar (``ragbench.llm.local.grammar``), any
+        other schema generated freely: a ``response_format`` is always accepted."""
+        return True
+
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """Prompt tokens of ``messages``, by the model's own tokenizer and chat template."""
         return self.local_model().count(messages)
@@ -138,16 +147,23 @@ class LocalClient(LLMClient):
         cache_if: Callable[[str], bool] | None = None,
         **extra: Any,
     ) -> Completion:
-        """The reply, from the cache or the model; outside a job's rounds, in a round of its own."""
-        if batching.active() is not None:
+        """The reply, from the cache or the model; outside a job's rounds, in a round of its own (one at
+        a time: callers in several threads, ``calibrate``'s workers, take turns at the one model)."""
+        active = batching.active()
+        if active is not None and active not in _SOLO:  # a job's rounds (ragbench.pipeline)
             return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
-        rounds = batching.Batching(default=False)
-        with batching.rounds_of(rounds):
+        with _SOLO_TURN:
+            rounds = batching.Batching(default=False)
+            _SOLO.add(rounds)
             try:
-                return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
-            except batching.Deferred:
-                rounds.flush()
-            return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
+                with batching.rounds_of(rounds):
+                    try:
+                        return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
+                    except batching.Deferred:
+                        rounds.flush()
+                    return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
+            finally:
+                _SOLO.discard(rounds)
 
     def _body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """A round's line: the request itself rides along, so the runner keeps each reply in the reply

@@ -3,7 +3,8 @@
 transformers reads a GGUF file with ``gguf`` (weights dequantised to ``dtype``) or a model folder; the
 model's own chat template builds the prompt and its own tokenizer counts the tokens. A batch is left-padded
 (decoder-only models generate after the prompt's last token) and decoded greedily unless a temperature is
-set. One batch at a time per model (a lock): two threads would only contend for the same cores.
+set; a graded verdict's batch is one forward pass choosing among the allowed tokens (``choose``). One batch
+at a time per model (a lock): two threads would only contend for the same cores.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragbench.errors import ConfigError, ModelLoadError
+from ragbench.llm.local.grammar import Graded, Plan, pick, plan
 from ragbench.llm.local.source import EXTRA, ModelSource, check_memory, inspect_weights
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,8 @@ class LocalModel:
         window = getattr(self.model.config, "max_position_embeddings", None) or header.context_window
         self.context_window = int(window) if window else 2048
         self._generate = threading.Lock()
+        self._plans: dict[Graded, Plan | None] = {}
+        self._plans_lock = threading.Lock()
         log.info(
             "%s: loaded %s (%.0fM parameters, %s on %s) in %.1f s",
             role,
@@ -201,6 +205,52 @@ class LocalModel:
             text = str(self.tokenizer.decode(new[:n], skip_special_tokens=True)).strip()
             replies.append(Generated(text, len(prompt), n))
         return replies
+
+
+    def plan(self, graded: Graded) -> Plan | None:
+        """How this model's tokenizer spells ``graded``'s verdict (``ragbench.llm.local.grammar.plan``)."""
+        with self._plans_lock:
+            if graded not in self._plans:
+                encode = self.tokenizer.encode
+                self._plans[graded] = plan(graded, lambda text: encode(text, add_special_tokens=False))
+            return self._plans[graded]
+
+    def choose(
+        self,
+        prompts: Sequence[Sequence[int]],
+        tokens: Sequence[int],
+        *,
+        temperature: float = 0.0,
+        seed: int | None = 0,
+    ) -> list[int]:
+        """Per prompt (token ids, the forced prefix included), the index in ``tokens`` of the next token
+        the model picks among them: one left-padded forward pass, greedy (sampled from their softmax when
+        a temperature is set)."""
+        import torch
+
+        pad = int(self.tokenizer.pad_token_id)
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):
+            ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each prompt's own positions
+        with self._generate, torch.inference_mode():
+            out = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                use_cache=False,
+                logits_to_keep=1,
+            )
+            logits = out.logits[:, -1, :][:, list(tokens)].float()
+            if temperature > 0:
+                if seed is not None:
+                    torch.manual_seed(int(seed))
+                drawn = torch.multinomial(torch.softmax(logits / float(temperature), dim=-1), 1)
+                return [int(i) for i in drawn[:, 0].tolist()]
+        return [pick(row) for row in logits.tolist()]
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> set[int]:

