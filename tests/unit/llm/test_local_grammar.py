@@ -127,8 +127,8 @@ class GradingModel:
 
 @pytest.fixture
 def graded_client(tmp_path, monkeypatch):
-    client = LocalClient(model="local", cache=StageCache(dir=str(tmp_path / "c")), batch_size=8, max_tokens=16,
-                         role="judge")
+    client = LocalClient(model="local", cache=StageCache(dir=str(tmp_path / "c")), batch_size=8,
+                         max_tokens=16, role="judge")
     model = GradingModel()
     monkeypatch.setattr(client, "local_model", lambda: model)
     LEDGER.start_job(Budget(scope="job"))
