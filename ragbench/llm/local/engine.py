@@ -174,12 +174,8 @@ class LocalModel:
         import torch
 
         pad = int(self.tokenizer.pad_token_id)
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
+        ids, mask = _left_padded(prompts, pad)
+        width = ids.shape[1]
         sampling: dict[str, Any] = {"do_sample": False}
         if temperature > 0:
             sampling = {"do_sample": True, "temperature": float(temperature), "top_p": float(top_p)}
@@ -229,12 +225,7 @@ class LocalModel:
         import torch
 
         pad = int(self.tokenizer.pad_token_id)
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, prompt in enumerate(prompts):
-            ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
+        ids, mask = _left_padded(prompts, pad)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each prompt's own positions
         with self._generate, torch.inference_mode():
             out = self.model(
@@ -251,6 +242,19 @@ class LocalModel:
                 drawn = torch.multinomial(torch.softmax(logits / float(temperature), dim=-1), 1)
                 return [int(i) for i in drawn[:, 0].tolist()]
         return [pick(row) for row in logits.tolist()]
+
+
+def _left_padded(prompts: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any]:
+    """``prompts`` (token ids) as one left-padded batch: (ids, attention mask), torch tensors."""
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
+    return ids, mask
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
