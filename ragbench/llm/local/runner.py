@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ragbench import interrupts
 from ragbench.budget import LEDGER
@@ -23,6 +23,7 @@ from ragbench.types import Usage
 REQUEST = "_request"  # ragbench.llm.local.client.REQUEST: the request a round's line carries
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LocalRunner:
@@ -68,26 +69,11 @@ class LocalRunner:
         order = sorted(prompts, key=lambda c: len(prompts[c]))
         size = client.batch_size
         for start in range(0, len(order), size):
-            interrupts.check()  # a safe point: the batches done so far are in the reply cache
             chunk = order[start : start + size]
-            holds = [LEDGER.reserve(0.0) for _ in chunk]
-            began = time.perf_counter()
-            try:
-                replies = model.generate(
-                    [prompts[c] for c in chunk],
-                    max_new_tokens=client.max_new_tokens,
-                    temperature=client.temperature,
-                    top_p=client.top_p,
-                    seed=client.seed,
-                )
-            except RuntimeError as exc:  # out of memory, a device error: one line, the done batches kept
-                for hold in holds:
-                    LEDGER.settle(client.role, Usage(), hold)
-                raise LLMError(
-                    f"{client.where()}: generating a batch of {len(chunk)} failed ({type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())[:160]}); fix: lower {client.role}.batch_size"
-                ) from None
-            seconds = time.perf_counter() - began
+            replies, holds, seconds = self._batch(
+                f"generating a batch of {len(chunk)}", chunk, model.generate, [prompts[c] for c in chunk],
+                max_new_tokens=client.max_new_tokens, temperature=client.temperature, top_p=client.top_p,
+                seed=client.seed)
             LEDGER.generated(client.role, seconds, sum(r.completion_tokens for r in replies))
             for cid, hold, reply in zip(chunk, holds, replies, strict=True):
                 usage = Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
@@ -102,6 +88,26 @@ class LocalRunner:
                 seconds,
                 sum(r.completion_tokens for r in replies),
             )
+
+    def _batch(self, what: str, chunk: Sequence[str], work: Callable[..., T], *args: Any,
+               **kwargs: Any) -> tuple[T, list[Any], float]:
+        """One batch at a safe point (the batches done so far are in the reply cache): each request reserved
+        in the ledger, ``work(*args, **kwargs)`` timed; (its result, the reservations, seconds). A device error (out of
+        memory...) settles the reservations and is one line; the batches done before are kept."""
+        client = self.client
+        interrupts.check()
+        holds = [LEDGER.reserve(0.0) for _ in chunk]
+        began = time.perf_counter()
+        try:
+            result = work(*args, **kwargs)
+        except RuntimeError as exc:
+            for hold in holds:
+                LEDGER.settle(client.role, Usage(), hold)
+            raise LLMError(
+                f"{client.where()}: {what} failed ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:160]}); fix: lower {client.role}.batch_size"
+            ) from None
+        return result, holds, time.perf_counter() - began
 
     def _choose(
         self,
@@ -120,26 +126,11 @@ class LocalRunner:
         size = client.batch_size
         for how, cids in groups.items():
             for start in range(0, len(cids), size):
-                interrupts.check()  # a safe point: the batches done so far are in the reply cache
                 chunk = cids[start : start + size]
-                holds = [LEDGER.reserve(0.0) for _ in chunk]
-                began = time.perf_counter()
-                try:
-                    chosen = model.choose(
-                        [[*prompts[c], *how.prefix] for c in chunk],
-                        how.tokens,
-                        temperature=client.temperature,
-                        seed=client.seed,
-                    )
-                except RuntimeError as exc:  # out of memory, a device error: one line, the done batches kept
-                    for hold in holds:
-                        LEDGER.settle(client.role, Usage(), hold)
-                    raise LLMError(
-                        f"{client.where()}: scoring a batch of {len(chunk)} verdicts failed "
-                        f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); fix: lower "
-                        f"{client.role}.batch_size"
-                    ) from None
-                seconds = time.perf_counter() - began
+                chosen, holds, seconds = self._batch(
+                    f"scoring a batch of {len(chunk)} verdicts", chunk, model.choose,
+                    [[*prompts[c], *how.prefix] for c in chunk], how.tokens, temperature=client.temperature,
+                    seed=client.seed)
                 completion = len(how.prefix) + 2  # the forced prefix, the chosen value and the closing brace
                 LEDGER.generated(client.role, seconds, completion * len(chunk))
                 for cid, hold, index in zip(chunk, holds, chosen, strict=True):
