@@ -3,7 +3,6 @@ a local Ray, a ``mlflow server`` on 127.0.0.1, and the Optuna search example."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -84,9 +83,11 @@ def test_joblib_parallel_jobs_lose_no_run(tmp_path):
     client, parents, children = sweep_runs(f"sqlite:///{tmp_path}/mlruns/mlflow.db")
     assert_complete_sweep(client, parents, children, 4)
     assert sorted(c.data.params["retrieval.topk"] for c in children) == ["1", "2", "3", "4"]
-    # really parallel: some two jobs were running at the same time
-    spans = sorted((c.info.start_time, c.info.end_time) for c in children)
-    assert any(b_start < a_end for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    # really parallel: the jobs ran in two worker processes (each run is tagged host:pid:start by the process
+    # that opened it). Not a time overlap: on a loaded machine one worker may finish a job before the other
+    # worker has imported ragbench, and the jobs' MLflow spans then need not intersect.
+    owners = {c.data.tags["ragbench.owner"] for c in children}
+    assert len(owners) == 2, owners
     assert "sweep: 4 jobs" in proc.stdout
 
 
