@@ -11,16 +11,21 @@ import json
 import sys
 from pathlib import Path
 
+from ragbench.record import RUN_FILE, STORED_FILE
+from ragbench.tracking.mlflow_sink import output_files
+
 
 def main(argv: list[str]) -> int:
     root, cached = Path(argv[0]), "--cached" in argv[1:]
-    runs = sorted(root.rglob("run.json"))
+    # a job's record folder keeps run.json + cases.jsonl, or (once they are in the artifact store) a pointer
+    # to them, stored.json: read both ways through ragbench's one reader
+    folders = sorted({p.parent for name in (RUN_FILE, STORED_FILE) for p in root.rglob(name)})
     problems: list[str] = []
-    if not runs:
-        problems.append(f"no run.json under {root}")
-    for run_file in runs:
-        run = json.loads(run_file.read_text())
-        where = run_file.parent
+    if not folders:
+        problems.append(f"no record ({RUN_FILE} or {STORED_FILE}) under {root}")
+    for where in folders:
+        files = output_files(where)
+        run = json.loads(files[RUN_FILE])
         if run.get("status") != "FINISHED":
             problems.append(f"{where}: status {run.get('status')}: {run.get('error')}")
         if run.get("tags", {}).get("ragbench.cost_basis") != "local":
@@ -28,7 +33,7 @@ def main(argv: list[str]) -> int:
         calls = run.get("metrics", {}).get("llm/generation_calls")
         if cached and calls != 0:
             problems.append(f"{where}: the rerun sent {calls} generation requests, not 0")
-        lines = [json.loads(x) for x in (where / "cases.jsonl").read_text().splitlines() if x.strip()]
+        lines = [json.loads(x) for x in files.get("cases.jsonl", b"").decode().splitlines() if x.strip()]
         for case in lines:
             answered = case.get("status") == "ok" and (case.get("answer") or "").strip()
             if not answered or case.get("error"):

@@ -1,6 +1,8 @@
 """The embedder's backends against torch on the LoCoMo sample: encode speed and every retrieval metric.
 
     python benchmarks/bench_backend.py [--repeats 5] [--path /data/locomo] [--backends onnx,onnx-qint8,openvino]
+    python benchmarks/bench_backend.py --metrics-only --backends auto \
+        --datasets locomo,qasper,syllabusqa,financebench,multihop_rag
 
 Speed: in one process, each backend's model is loaded (and exported, once, into a temporary cache) first;
 then every distinct chunk text of the sample is encoded by each backend in turn, the order rotating each
@@ -9,7 +11,9 @@ median wall and CPU seconds per backend and the ratio torch / backend (> 1: fast
 
 Metrics: per backend one real sweep ``python -m ragbench -m dataset=locomo retrieval=dense,hybrid
 retrieval.topk=3,5,10 stages=retrieval embedder.backend=...`` (cold cache, fresh MLflow store); printed is
-the largest absolute difference of every ``retrieval/*`` metric of its six jobs against torch's.
+the largest absolute difference of every ``retrieval/*`` metric of its six jobs against torch's, and how
+many are exactly equal. ``--datasets``: that sweep on each bundled sample (``--metrics-only``: no timing);
+``auto`` is ``embedder.backend=auto`` (the default).
 Needs the onnx extra (``pip install -e '.[onnx]'``); openvino backends need the openvino extra.
 """
 
@@ -75,21 +79,24 @@ def speed(backends: list[str], texts: list[str], repeats: int) -> dict[str, tupl
     return {b: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)) for b, ts in times.items()}
 
 
-def sweep_metrics(backend: str, path: str | None, env: dict[str, str]) -> dict[str, dict[str, float]]:
+def sweep_metrics(backend: str, path: str | None, env: dict[str, str],
+                  dataset: str = "locomo") -> dict[str, dict[str, float]]:
     import mlflow
 
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "ragbench", "-m", *SWEEP, *overrides(backend),
-               *([f"dataset.path={path}"] if path else [])]
-        subprocess.run(cmd, cwd=tmp, env={**env, "RAGBENCH_CACHE": os.path.join(tmp, "cache")}, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sweep = [f"dataset={dataset}" if a == "dataset=locomo" else a for a in SWEEP]
+        # a cold stage cache per sweep; the exports stay in the benchmark's download cache (made once)
+        cmd = [sys.executable, "-m", "ragbench", "-m", *sweep, *overrides(backend),
+               f"cache.dir={os.path.join(tmp, 'cache')}", *([f"dataset.path={path}"] if path else [])]
+        subprocess.run(cmd, cwd=tmp, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{os.path.join(tmp, 'mlruns', 'mlflow.db')}")
         out = {}
         for exp in client.search_experiments():
             for run in client.search_runs([exp.experiment_id]):
                 p = run.data.params
                 job = f"{p.get('retrieval.retriever._target_', '').rsplit('.', 1)[-1]}/k={p.get('retrieval.topk')}"
-                out[job] = {m: v for m, v in run.data.metrics.items() if m.startswith("retrieval/")}
+                name = run.data.tags.get("ragbench.dataset", dataset)
+                out[f"{name}/{job}"] = {m: v for m, v in run.data.metrics.items() if m.startswith("retrieval/")}
         return out
 
 
@@ -100,6 +107,8 @@ def main() -> int:
     p.add_argument("--backends", default=None, help="comma-separated; default: onnx, onnx-qint8 and, when "
                    "installed, openvino, openvino-qint8")
     p.add_argument("--no-metrics", action="store_true", help="speed only (no sweeps)")
+    p.add_argument("--metrics-only", action="store_true", help="the sweeps only (no timing)")
+    p.add_argument("--datasets", default="locomo", help="comma-separated datasets of the metric sweeps")
     args = p.parse_args()
     if importlib.util.find_spec("onnxruntime") is None:
         print("needs the onnx extra: pip install -e '.[onnx]'", file=sys.stderr)
@@ -112,28 +121,30 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as cache:
         os.environ["RAGBENCH_CACHE"] = cache  # the exports of this benchmark only
         env["RAGBENCH_CACHE"] = cache
-        texts = texts_of_sample(args.path)
-        print(f"{len(texts):,} distinct chunk texts; {args.repeats} alternating repeats", flush=True)
-        medians = speed(backends, texts, args.repeats)
-        tw, tc = medians["torch"]
-        for b in backends:
-            w, c = medians[b]
-            print(f"{b:>15}: median {w:.2f} s wall, {c:.2f} s CPU; speed vs torch: wall x{tw / w:.2f}, "
-                  f"CPU x{tc / c:.2f}")
+        if not args.metrics_only:
+            texts = texts_of_sample(args.path)
+            print(f"{len(texts):,} distinct chunk texts; {args.repeats} alternating repeats", flush=True)
+            medians = speed(backends, texts, args.repeats)
+            tw, tc = medians["torch"]
+            for b in backends:
+                w, c = medians[b]
+                print(f"{b:>15}: median {w:.2f} s wall, {c:.2f} s CPU; speed vs torch: wall x{tw / w:.2f}, "
+                      f"CPU x{tc / c:.2f}")
         if args.no_metrics:
             return 0
-        sweeps = {}
-        for b in backends:
-            sweeps[b] = sweep_metrics(b, args.path, env)
+        sweeps: dict[str, dict[str, dict[str, float]]] = {b: {} for b in backends}
+        for b in backends:  # one sweep per backend over every dataset (dataset=a,b,c)
+            sweeps[b].update(sweep_metrics(b, args.path, env, args.datasets))
     ref = sweeps["torch"]
     keys = sorted({key for m in ref.values() for key in m})
     for b in backends[1:]:
         # per metric: the largest absolute difference over the jobs (dense and hybrid at k = 3, 5, 10)
         worst = {key: max(abs(m[key] - sweeps[b][job][key]) for job, m in ref.items() if key in m) for key in keys}
         equal3 = sum(round(v, 3) == round(sweeps[b][job][key], 3) for job, m in ref.items() for key, v in m.items())
+        exact = sum(v == sweeps[b][job].get(key) for job, m in ref.items() for key, v in m.items())
         n = sum(len(m) for m in ref.values())
-        print(f"{b}: {len(ref)} jobs, {n} retrieval metric values, {equal3}/{n} equal to 3 decimals; largest "
-              f"difference per metric:")
+        print(f"{b}: {len(ref)} jobs ({args.datasets}), {n} retrieval metric values, {exact}/{n} exactly equal, "
+              f"{equal3}/{n} equal to 3 decimals; largest difference per metric:")
         print("  " + "; ".join(f"{key.removeprefix('retrieval/')} {d:.4f}" for key, d in worst.items()))
     return 0
 

@@ -1,6 +1,6 @@
 """ragbench's retrieval sweep against the physical floor, on the same LoCoMo data, in one run.
 
-    python benchmarks/bench_floor.py [--path /data/locomo] [--runs 3]
+    python benchmarks/bench_floor.py [--path /data/locomo] [--runs 3] [--backends auto,torch]
 
 The floor (``--floor`` runs it alone) does only what the sweep ``retrieval=dense,bm25 x
 retrieval.topk=3,5,10`` must do: load and chunk the dataset, encode each distinct chunk and question
@@ -10,6 +10,13 @@ from those hits with ragbench's metric rule. The sweep is ``python -m ragbench -
 cache and a fresh MLflow store, with ``stages=retrieval`` (no generator, no judge: the floor has neither). Both run as subprocesses, floor and
 sweep alternating ``--runs`` times; printed are wall and CPU seconds (user+sys of the child) of each,
 their medians and ratios, and that every retrieval metric of the six jobs equals the floor's.
+
+Per ``--backends`` entry (``embedder.backend``; default ``auto,torch``: the default and the old default)
+floor and sweep run with that backend, so each sweep is measured against its own floor; the last lines
+compare the backends (CPU of the torch sweep / CPU of the auto sweep, both cold, and the same for the
+floors). The one-time work (``python -m ragbench.embed prepare``: the ONNX export and the backend check,
+which the README's install line runs) is done once before the runs, timed apart, into a download cache
+the runs share; each sweep still starts from an empty stage cache (``cache.dir``) and MLflow store.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ TOPKS = (3, 5, 10)
 RETRIEVERS = ("dense", "bm25")
 
 
-def _floor(path: str | None, out: str) -> None:
+def _floor(path: str | None, out: str, backend: str) -> None:
     """The floor itself (runs in a child process)."""
     import logging
 
@@ -43,7 +50,8 @@ def _floor(path: str | None, out: str) -> None:
     from ragbench.types import Hit
 
     logging.disable(logging.WARNING)
-    overrides = ["dataset=locomo", "embedder.show_progress=false"] + ([f"dataset.path={path}"] if path else [])
+    overrides = ["dataset=locomo", "embedder.show_progress=false", f"embedder.backend={backend}"] + (
+        [f"dataset.path={path}"] if path else [])
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
     c, _ = build(cfg)
@@ -127,51 +135,74 @@ def _sweep_metrics(store: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def _once(path: str | None, backend: str, tmp: str, env: dict[str, str]) -> tuple[float, float, float, float, list]:
+    """(floor wall, floor CPU, sweep wall, sweep CPU, differing metrics) of one floor/sweep pair."""
+    out = os.path.join(tmp, "floor.json")
+    fw, fc = _timed([sys.executable, __file__, "--floor", out, "--backend", backend,
+                     *(["--path", path] if path else [])], tmp, env)
+    floor = json.loads(Path(out).read_text())
+    sw, sc = _timed([sys.executable, "-m", "ragbench", "-m", "dataset=locomo", "retrieval=dense,bm25",
+                     "retrieval.topk=3,5,10", "stages=retrieval", "embedder.show_progress=false",
+                     f"embedder.backend={backend}", f"cache.dir={os.path.join(tmp, 'cache')}",
+                     *([f"dataset.path={path}"] if path else [])], tmp, env)
+    swept = _sweep_metrics(os.path.join(tmp, "mlruns", "mlflow.db"))
+    diffs = [(job, key, v, swept.get(job, {}).get(key)) for job, m in floor.items() for key, v in m.items()
+             if swept.get(job, {}).get(key) != v]
+    n = sum(len(m) for m in floor.values())
+    print(f"  {backend}: floor {fw:.1f} s wall / {fc:.1f} s CPU; sweep {sw:.1f} s wall / {sc:.1f} s CPU; "
+          f"ratio wall {sw / fw:.2f}, CPU {sc / fc:.2f}; {n - len(diffs)}/{n} retrieval metrics of "
+          f"{len(floor)} jobs equal", flush=True)
+    for d in diffs[:10]:
+        print("    differs:", d)
+    return fw, fc, sw, sc, [(job, key, v) for job, m in floor.items() for key, v in sorted(m.items())]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--path", default=None, help="a full LoCoMo folder (dataset.path); default: the bundled sample")
     p.add_argument("--runs", type=int, default=1, help="floor/sweep pairs, alternating (median reported)")
+    p.add_argument("--backends", default="auto,torch", help="embedder.backend values, each its own floor")
     p.add_argument("--floor", metavar="OUT", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--backend", default="auto", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.floor:
-        _floor(args.path, args.floor)
+        _floor(args.path, args.floor, args.backend)
         return 0
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true", "TOKENIZERS_PARALLELISM": "false"}
-    extra = [f"dataset.path={args.path}"] if args.path else []
-    floors, sweeps = [], []
-    for run in range(args.runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "floor.json")
-            fw, fc = _timed([sys.executable, __file__, "--floor", out, *(["--path", args.path] if args.path else [])],
-                            tmp, env)
-            floor = json.loads(Path(out).read_text())
-            sw, sc = _timed([sys.executable, "-m", "ragbench", "-m", "dataset=locomo", "retrieval=dense,bm25",
-                             "retrieval.topk=3,5,10", "stages=retrieval", "embedder.show_progress=false",
-                             *extra],
-                            tmp, {**env, "RAGBENCH_CACHE": os.path.join(tmp, "cache")})
-            swept = _sweep_metrics(os.path.join(tmp, "mlruns", "mlflow.db"))
-        diffs = [(job, key, v, swept.get(job, {}).get(key)) for job, m in floor.items() for key, v in m.items()
-                 if swept.get(job, {}).get(key) != v]
-        n = sum(len(m) for m in floor.values())
-        print(f"run {run + 1}: floor {fw:.1f} s wall / {fc:.1f} s CPU; ragbench sweep {sw:.1f} s wall / "
-              f"{sc:.1f} s CPU; ratio wall {sw / fw:.2f}, CPU {sc / fc:.2f}; "
-              f"{n - len(diffs)}/{n} retrieval metrics of {len(floor)} jobs equal", flush=True)
-        for d in diffs[:10]:
-            print("  differs:", d)
-        floors.append((fw, fc))
-        sweeps.append((sw, sc))
-    fw, fc = (statistics.median(x[i] for x in floors) for i in (0, 1))
-    sw, sc = (statistics.median(x[i] for x in sweeps) for i in (0, 1))
-    print(f"median of {args.runs}: floor {fw:.1f} s wall / {fc:.1f} s CPU; sweep {sw:.1f} s wall / {sc:.1f} s CPU; "
-          f"ratio wall {sw / fw:.2f}, CPU {sc / fc:.2f}")
-    # on a shared machine the floor itself moves by 10-15% between runs: the per-run figures show how much
-    ratios = [s[0] / f[0] for f, s in zip(floors, sweeps, strict=True)]
-    added = [s[0] - f[0] for f, s in zip(floors, sweeps, strict=True)]
-    print(f"per run: wall ratio median {statistics.median(ratios):.2f} (from {min(ratios):.2f} to {max(ratios):.2f}); "
-          f"the sweep's seconds over the floor: median {statistics.median(added):.1f} s "
-          f"(from {min(added):.1f} to {max(added):.1f}); the floor from {min(f[0] for f in floors):.1f} s "
-          f"to {max(f[0] for f in floors):.1f} s")
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    with tempfile.TemporaryDirectory() as downloads:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true", "TOKENIZERS_PARALLELISM": "false",
+               "RAGBENCH_CACHE": downloads}
+        for backend in backends:
+            pw, pc = _timed([sys.executable, "-m", "ragbench.embed", "prepare", f"embedder.backend={backend}"],
+                            downloads, env)
+            print(f"one-time prepare, embedder.backend={backend}: {pw:.1f} s wall / {pc:.1f} s CPU", flush=True)
+        got: dict[str, list[tuple[float, float, float, float]]] = {b: [] for b in backends}
+        floors_metrics: dict[str, list] = {}
+        for run in range(args.runs):
+            print(f"run {run + 1}:", flush=True)
+            order = backends if run % 2 == 0 else backends[::-1]  # alternate which backend goes first
+            for backend in order:
+                with tempfile.TemporaryDirectory() as tmp:
+                    fw, fc, sw, sc, metrics = _once(args.path, backend, tmp, env)
+                got[backend].append((fw, fc, sw, sc))
+                floors_metrics[backend] = metrics
+    med: dict[str, list[float]] = {}
+    for backend, rows in got.items():
+        med[backend] = [statistics.median(r[i] for r in rows) for i in range(4)]
+        fw, fc, sw, sc = med[backend]
+        ratios = [r[2] / r[0] for r in rows]
+        print(f"{backend}, median of {args.runs}: floor {fw:.1f} s wall / {fc:.1f} s CPU; sweep {sw:.1f} s wall / "
+              f"{sc:.1f} s CPU; sweep vs its floor: wall {sw / fw:.2f}, CPU {sc / fc:.2f} (per-run wall ratio "
+              f"{min(ratios):.2f} to {max(ratios):.2f}; seconds over the floor: median "
+              f"{statistics.median(r[2] - r[0] for r in rows):.1f} s)")
+    if "auto" in med and "torch" in med:
+        a, t = med["auto"], med["torch"]
+        print(f"old default (torch) / new default (auto), cold: sweep CPU {t[3] / a[3]:.2f}x, wall {t[2] / a[2]:.2f}x; "
+              f"floor CPU {t[1] / a[1]:.2f}x; auto sweep vs torch floor: CPU {a[3] / t[1]:.2f}")
+        same = floors_metrics["auto"] == floors_metrics["torch"]
+        print(f"floor retrieval metrics, auto vs torch: {'identical' if same else 'DIFFER'} "
+              f"({len(floors_metrics['auto'])} values)")
     return 0
 
 

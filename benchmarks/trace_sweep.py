@@ -6,6 +6,8 @@
 Runs ``python -m ragbench`` in this process with timers around the stage boundaries, and times every
 cyclic-GC pass with ``gc.callbacks``. At exit it prints one line per timed call and the totals, to
 stderr. It changes nothing that is measured. The figures are the notes' "what the sweep adds" breakdown.
+Each call's line gives its wall seconds and the process's CPU seconds over it (all threads: on a loaded
+machine CPU is the steadier figure).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 import time
 
 T0 = time.perf_counter()
-CALLS: list[tuple[float, float, str]] = []
+CALLS: list[tuple[float, float, float, str]] = []  # (start, wall seconds, process CPU seconds, name)
 GC = {"collections": [0, 0, 0], "seconds": [0.0, 0.0, 0.0]}
 _gc_start: dict[int, float] = {}
 
@@ -44,6 +46,10 @@ TIMED = [
     ("ragbench.compare.analysis", "analyse"),
     ("ragbench.compare.select", "load_cases"),
     ("ragbench.compare.plots", "write_plots"),
+    ("ragbench.compare.html_data", "load_records"),
+    ("ragbench.compare.html_data", "drilldown"),
+    ("ragbench.compare.html", "write_html"),
+    ("ragbench.record", "RecordWriter.finish"),
 ]
 
 
@@ -56,11 +62,11 @@ def _wrap(module: str, qualname: str) -> None:
 
     @functools.wraps(original)
     def timed(*args: object, **kwargs: object) -> object:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
-            CALLS.append((start - T0, time.perf_counter() - start, qualname))
+            CALLS.append((start - T0, time.perf_counter() - start, time.process_time() - cpu, qualname))
 
     setattr(owner, name, timed)
 
@@ -76,18 +82,20 @@ def _on_gc(phase: str, info: dict) -> None:
 
 def _report() -> None:
     totals: dict[str, list[float]] = {}
-    for start, seconds, name in sorted(CALLS):
-        print(f"{start:8.2f}s  +{seconds:6.2f}s  {name}", file=sys.stderr)
-        entry = totals.setdefault(name, [0, 0.0])
+    for start, seconds, cpu, name in sorted(CALLS):
+        print(f"{start:8.2f}s  +{seconds:6.2f}s  cpu {cpu:6.2f}s  {name}", file=sys.stderr)
+        entry = totals.setdefault(name, [0, 0.0, 0.0])
         entry[0] += 1
         entry[1] += seconds
+        entry[2] += cpu
     print("\ntotals (nested calls are counted in their callers too):", file=sys.stderr)
-    for name, (count, seconds) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {name:45s} {int(count):4d} calls {seconds:7.2f}s", file=sys.stderr)
+    for name, (count, seconds, cpu) in sorted(totals.items(), key=lambda kv: -kv[1][2]):
+        print(f"  {name:40s} {int(count):5d} calls {seconds:7.2f}s wall {cpu:7.2f}s cpu", file=sys.stderr)
     per_gen = ", ".join(f"gen{g}: {n} in {s:.2f}s" for g, (n, s) in
                         enumerate(zip(GC["collections"], GC["seconds"], strict=True)))
     print(f"  cyclic GC: {per_gen}", file=sys.stderr)
-    print(f"  wall until the atexit handlers: {time.perf_counter() - T0:.2f}s", file=sys.stderr)
+    print(f"  wall until the atexit handlers: {time.perf_counter() - T0:.2f}s, process CPU "
+          f"{time.process_time():.2f}s", file=sys.stderr)
 
 
 def main() -> None:

@@ -46,8 +46,9 @@ def check_command_line() -> None:
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
-    from ragbench import gc_tuning, interrupts, redact
+    from ragbench import gc_tuning, interrupts, redact, session
 
+    session.begin()  # the run state of this process: ledger, sweep parents, caches, signals (ragbench.session)
     gc_tuning.for_batch_work()
     interrupts.install()  # SIGINT, SIGTERM: stop at the next safe point (ragbench.interrupts)
     redact.register_environment()
@@ -93,12 +94,10 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     one line is printed; returns the exit code, 128 + the signal number."""
     import signal
 
-    from ragbench import interrupts
+    from ragbench import interrupts, session
 
     interrupts.ignore()  # a second signal must not cut the closing short
-    sweep = sys.modules.get("ragbench.sweep")
-    if sweep is not None:
-        sweep.close_open_parents("KILLED")
+    session.current().parents.close_all("KILLED")
     print(INTERRUPTED, file=sys.stderr)
     return 128 + int(getattr(exc, "signum", signal.SIGINT))
 
@@ -106,17 +105,14 @@ def interrupted(exc: KeyboardInterrupt) -> int:
 def stopped_by_full_disk(full: BaseException) -> int:
     """After a write failed for want of space: the sweep's parents still open end KILLED where the store takes
     it; the one line names the disk, the free space, the runs and the fix; returns the exit code, 1."""
-    from ragbench import interrupts
+    from ragbench import interrupts, session
     from ragbench.tracking.full_disk import DiskFull
 
     assert isinstance(full, DiskFull)
     interrupts.ignore()  # a signal must not cut the closing short
-    sweep = sys.modules.get("ragbench.sweep")
     for _ in range(100):  # each parent that the store refuses to close raises once; the others are closed
-        if sweep is None:
-            break
         try:
-            sweep.close_open_parents("KILLED")
+            session.current().parents.close_all("KILLED")
             break
         except DiskFull as again:
             if again.run_id is not None:
@@ -148,8 +144,10 @@ def cli() -> None:
     """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, ``ragbench ui`` shows them,
     anything else runs jobs."""
     if sys.argv[1:2] == ["compare"]:
+        from ragbench import session
         from ragbench.compare.cli import main as compare_main
 
+        session.begin()
         leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
         return
     if sys.argv[1:2] == ["ui"]:  # the lean MLflow server, opened on the runs (ragbench.ui)

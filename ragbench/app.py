@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -15,9 +14,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ragbench import redact
-from ragbench.budget import LEDGER, Budget, accounting_metrics, budget_stop
+from ragbench.budget import Budget, accounting_metrics, budget_stop
 from ragbench.build import build, instantiate_node
 from ragbench.components import Components, JobResult
+from ragbench.embed.auto import backend_tag
 from ragbench.errors import JobStopped, RagbenchError
 from ragbench.job import Job
 from ragbench.outcome import check, max_failure_rate, objective, preflight
@@ -25,6 +25,7 @@ from ragbench.pipeline import Pipeline
 from ragbench.plan.rates import record_rates
 from ragbench.record import case_record
 from ragbench.retrieval.baselines import baseline_of
+from ragbench.session import LEDGER
 from ragbench.stages import answer_stages, builds_llm
 from ragbench.sweep import parent_run_id
 from ragbench.systems.components import system_metrics
@@ -46,12 +47,13 @@ class _CaseProgress:
         self._bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                              TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty())
         self._task: Any = None
+        self._stage = ""
         self._last = time.monotonic()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if self._task is None:
+        if self._task is None or stage != self._stage:  # a job's waves: a bar each (ragbench.pipeline)
             self._bar.start()
-            self._task = self._bar.add_task(stage, total=total)
+            self._task, self._stage = self._bar.add_task(stage, total=total), stage
         self._bar.update(self._task, completed=done)
         # off a terminal: the last line, and one every LOG_EVERY_S while a long loop runs (not 10 per job)
         if not sys.stderr.isatty() and (done == total or time.monotonic() - self._last >= LOG_EVERY_S):
@@ -93,7 +95,7 @@ def run(cfg: DictConfig) -> float | None:
             raise
         built = exc  # in a sweep the failed job is still recorded as a FAILED run
 
-    def work(job: Job, components: Components) -> Mapping[str, float]:
+    def work(job: Job, components: Components) -> None:  # its results reach the record: job.finished
         LEDGER.start_job(budget)
         before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
         components = answer_stages(components)  # a dataset without gold answers (BEIR): retrieval only, said
@@ -115,7 +117,7 @@ def run(cfg: DictConfig) -> float | None:
             **({"ragbench.llm_batches": ",".join(pipeline.batch_ids)} if pipeline.batch_ids else {}),
             **({"ragbench.stages": "retrieval (no gold answers)"} if no_gold else {}),
             **{f"ragbench.cache_key.{k}": v for k, v in result.cache_keys.items()},
-            **embedder_dim_tag(dict(result.counts))})
+            **embedder_dim_tag(dict(result.counts)), **backend_tag(components.embedder)})
         job_summary(title=f"ragbench job {job.name}", metrics=result.metrics, fingerprints=result.fingerprints,
                     counts=result.counts, timings=result.timings, run_id=job.run_id, topk=components.topk)
         record_rates(cache, components, result)
@@ -123,7 +125,6 @@ def run(cfg: DictConfig) -> float | None:
         if stopped:
             raise JobStopped(f"stopped by budget: {stopped}; {sum(c.skipped for c in result.cases)} cases "
                              "skipped; fix: raise the budget and rerun (cached work is reused)")
-        return result.metrics
 
     tracker: MlflowTracker = instantiate_node(cfg.tracking)
     folder = Path(HydraConfig.get().runtime.output_dir) / "record"  # the job's record (ragbench.record)

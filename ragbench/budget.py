@@ -1,9 +1,10 @@
-"""The process-wide LLM ledger: every request the LLM client sends (or serves from its cache) is
+"""The LLM ledger: every request the LLM client sends (or serves from its cache) is
 booked here by role, and ``budget.max_usd`` / ``max_calls`` / ``max_minutes`` are a ceiling: each HTTP
 request (every retry attempt too) is *reserved* before it is sent, so requests in flight count against
 the limit and no concurrency goes past it. Under ``max_usd`` a request reserves its maximum cost (its
 prompt tokens and ``max_tokens`` priced by litellm's cost map), adjusted to the real cost when the reply
-arrives. One ledger per process, so a sweep run by the basic launcher shares one budget across its jobs
+arrives. The session owns the ledger (``ragbench.session``: ``current().ledger``, or ``LEDGER`` at the call
+sites), one per process, so a sweep run by the basic launcher shares one budget across its jobs
 (launchers that run jobs in worker processes give each worker its own ledger).
 
 Roles: ``llm`` (generation), ``judge``, ``embedder``, ``query.transform.client`` (query rewriting), and
@@ -247,8 +248,6 @@ class Ledger:
             return {"spent": {r: dict(v) for r, v in self.spent.items()},
                     "saved": {r: dict(v) for r, v in self.saved.items()}}
 
-
-LEDGER = Ledger()
 
 
 def role_name(role: str) -> str:

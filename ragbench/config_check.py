@@ -95,10 +95,23 @@ def _option(group: str, name: str) -> DictConfig | None:
     if not bases:
         return node
     own = OmegaConf.masked_copy(node, [str(k) for k in node if k != "defaults"])
-    parents = [_option(group, b) for b in bases]
+    parents = [_shared(b) if b.startswith("/") else _option(group, b) for b in bases]
     merged = OmegaConf.merge(*(p for p in parents if p is not None), own)
     assert isinstance(merged, DictConfig)
     return merged
+
+
+def _shared(entry: str) -> DictConfig | None:
+    """A shared node an option merges in (``/_endpoint/llm@_here_``, ``/_endpoint/llm@transform.client``),
+    placed at its package."""
+    path, _, package = entry[1:].partition("@")
+    folder, _, name = path.rpartition("/")
+    node = _option(folder, name)
+    if node is None or package in ("", "_here_"):
+        return node
+    for part in reversed(package.split(".")):
+        node = OmegaConf.create({part: node})
+    return node
 
 
 def _options(group: str) -> list[str]:

@@ -5,7 +5,8 @@ The first signal sets the flag and says so; the work stops at the next safe poin
 and every open run ends KILLED on the way out. A second signal stops at once (``Interrupted`` raised
 wherever the main thread is): the way out for a stage that reaches no safe point soon enough.
 
-Only the standard library is imported: ``__main__`` installs the handlers before Hydra starts.
+The flag is the session's (``ragbench.session.Signals``): ``__main__`` begins the session and installs the
+handlers before Hydra starts. Only the standard library and ragbench's leaves are imported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 import threading
 from types import FrameType
 
-_requested: int | None = None  # the first signal's number, until the process ends
+from ragbench import session
+
 NOTICE = "ragbench: stopping at the next safe point (between cases, stages or jobs); press Ctrl-C again to stop now"
 
 
@@ -29,10 +31,10 @@ class Interrupted(KeyboardInterrupt):
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    global _requested
-    if _requested is not None:  # the second signal: now
+    signals = session.current().signals
+    if signals.requested is not None:  # the second signal: now
         raise Interrupted(signum)
-    _requested = signum
+    signals.requested = signum
     print(NOTICE, file=sys.stderr, flush=True)
 
 
@@ -45,13 +47,14 @@ def install() -> None:
 
 def check() -> None:
     """A safe point: raises ``Interrupted`` once a signal has arrived."""
-    if _requested is not None:
-        raise Interrupted(_requested)
+    requested = session.current().signals.requested
+    if requested is not None:
+        raise Interrupted(requested)
 
 
 def requested() -> int | None:
     """The signal that asked the process to stop, or None."""
-    return _requested
+    return session.current().signals.requested
 
 
 def ignore() -> None:
@@ -62,8 +65,7 @@ def ignore() -> None:
 
 def reset() -> None:
     """Forgets a signal (tests; a process that handled it and goes on)."""
-    global _requested
-    _requested = None
+    session.current().signals.requested = None
 
 
 __all__ = ["Interrupted", "check", "ignore", "install", "requested", "reset"]

@@ -22,14 +22,13 @@ from typing import TYPE_CHECKING, Any, cast
 from omegaconf import OmegaConf
 
 from ragbench import interrupts
-from ragbench.embed.shard_entries import shard_stored
 from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
 from ragbench.identity import job_hash
 from ragbench.outcome import objective, zero_scores
-from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, begun, failed, finished
-from ragbench.stages import encode_only
+from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, RunRecord, begun, failed, finished
 from ragbench.tracking.full_disk import DiskFull, disk_full, job_places, where_full
 from ragbench.tracking.mlflow_sink import log_failure, log_files, log_results, open_run, start_params
+from ragbench.tracking.run_records import resumable
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     from ragbench.tracking.mlflow_tracker import MlflowTracker
 
 log = logging.getLogger("ragbench")
-Work = Callable[["Job", "Components"], Mapping[str, float]]
+Work = Callable[["Job", "Components"], object]  # its results reach the record through ``Job.finished``
 
 
 class Job:
@@ -57,14 +56,14 @@ class Job:
         self._judges: Iterable[Judge] = ()
 
     def run(self, work: Work, built: Components | RagbenchError) -> float | None:
-        """Runs ``work`` unless an earlier run of the same job is reused; returns the objective."""
+        """Runs ``work`` unless an earlier run of the job is reused; returns the objective (a record's)."""
         interrupts.check()  # a safe point: between jobs
         try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep too
             if not self.multirun:
                 self.tracker.close_stale_runs()
             previous = self._resume()
             if previous is not None:
-                return objective(self.cfg, previous.data.metrics)
+                return objective(self.cfg, previous.metrics)
             self._start(built)
         except RagbenchError as exc:
             log.error("%s", exc)
@@ -75,12 +74,12 @@ class Job:
             if isinstance(built, RagbenchError):
                 raise built
             self._judges = built.judges.values()
-            metrics = work(self, built)
+            work(self, built)
             interrupts.check()  # a safe point: a job still in flight when the signal came ends KILLED
         except BaseException as exc:  # noqa: BLE001 - every way out ends the run (the table above)
             return self._failed(exc)
         try:
-            value, wrong = objective(self.cfg, metrics), None
+            value, wrong = objective(self.cfg, self.record.metrics), None
         except ConfigError as exc:  # a wrong objective name: the figures stand (FINISHED); the name is one line
             value, wrong, self.record = float("nan"), exc, failed(self.record, str(_text(exc)), {})
         self._end("FINISHED")
@@ -94,8 +93,7 @@ class Job:
         """The pipeline's results into the record and the run (a failure after this keeps them)."""
         assert self.run_id is not None and self.writer is not None
         self.record = finished(self.record, result, topk=topk, extra_tags=extra_tags)
-        log_results(self.tracker, self.run_id, self.record, table=self.writer.table,
-                    config_yaml=OmegaConf.to_yaml(self.cfg, resolve=True))
+        log_results(self.tracker, self.run_id, self.record, table=self.writer.table)
         self.scored = True
 
     def _start(self, built: Components | RagbenchError) -> None:
@@ -108,20 +106,21 @@ class Job:
         self.record = dataclasses.replace(self.record, tags=tags)
         self.run_id = open_run(self.tracker, self.record, parent=self.parent)
 
-    def _resume(self) -> Any | None:
-        """In a sweep, a FINISHED run of the same job, shown in this sweep as a copy (``ragbench.reused_from``)
-        under this sweep's label; the earlier run stays untouched. A single run always runs (the cache is cheap)."""
+    def _resume(self) -> RunRecord | None:
+        """In a sweep, the record of an earlier run of the job that says FINISHED (``resumable``), that run
+        shown here as a copy (``ragbench.reused_from``) under this sweep's label. A single run always runs."""
         tracker, jhash, cache = self.tracker, self.record.job_hash, self.cfg.get("cache", {}).get("dir") or "."
         done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
-        stored = (r for r in done if not encode_only(r.data.tags) or shard_stored(cache, r.data.tags, r.info.run_id))
-        if not self.cfg.get("resume", True) or self.parent is None or (run := next(stored, None)) is None:
-            return None  # stages=encode: finished only with its shard in this cache.dir (resume follows the cache)
+        if (not self.cfg.get("resume", True) or self.parent is None or not done
+                or (found := resumable(tracker.client, done, jhash, cache)) is None):  # the record says
+            return None
+        run, record = found
         origin = run.data.tags.get(REUSED_FROM) or run.info.run_id
         copy = tracker.copy_run(run, run_name=self.name, parent_run_id=self.parent, tags={
             "ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": jhash, REUSED_FROM: origin})
         log.info("job already finished as MLflow run %s (resume=true); not running it again: shown in this sweep "
                  "as run %s", origin, copy)
-        return run
+        return record
 
     def _failed(self, exc: BaseException) -> float | None:
         """Ends the run as the table in the module docstring says; returns NaN where a sweep goes on."""

@@ -1,16 +1,20 @@
-"""Stage order and timing: dataset -> chunks -> vectors -> index -> hits -> rerank -> contexts -> answer
--> verdicts. No component logic lives here, and no MLflow: the tracker gets the JobResult."""
+"""A job's waves, in order and timed: load -> chunk -> index -> search all queries -> expand all (rerank,
+contexts) -> generate all (batched per model) -> judge all (batched per judge model) -> score. Each wave
+runs every case's step (ragbench.cases) before the next starts; no component logic lives here, and no
+MLflow: the tracker gets the JobResult."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from functools import partial
+from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -36,15 +40,20 @@ from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import Coverage, EvidenceMatcher
 from ragbench.job_metrics import Produced, assemble, case_metrics, stage_metrics
 from ragbench.judge.retrieval import metric_ks
-from ragbench.llm.batch import job_batching, run_rounds
-from ragbench.protocols import BaselineRetriever, FusedRetriever, LoadableEmbedder, OutsideRetriever
-from ragbench.query.plan import plan_queries
+from ragbench.llm.wave import Wave, job_wave
+from ragbench.protocols import (
+    ApproximateRetriever,
+    BaselineRetriever,
+    FusedRetriever,
+    LoadableEmbedder,
+    OutsideRetriever,
+    QueryBound,
+)
+from ragbench.query.plan import QueryPlan, plan_queries
 from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
 from ragbench.retrieval.batch import search_depth as batch_depth
-from ragbench.retrieval.dense import FaissRetriever
-from ragbench.retrieval.run_file import QueryBoundRetriever
 from ragbench.retrieval.scope import DocumentScope
 from ragbench.retrieval.vectors import SPILL_ROWS, encode_to_file
 from ragbench.reuse import LAST
@@ -52,12 +61,45 @@ from ragbench.routing import max_topk
 from ragbench.scopes import check_scope
 from ragbench.stages import answer_stages
 from ragbench.trace import branch_stages, child_rankings
-from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level
+from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Progress = Callable[[str, int, int], None]
 CaseSink = Callable[[CaseResult, JobLookup], None]  # each case as it finishes (the job's record)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The chunk wave's output: the chunk tree as searched, its cache key, the searchable chunks."""
+
+    tree: ChunkTree
+    key: str
+    ids: list[str]
+    texts: list[str]
+
+
+@dataclass
+class Found:
+    """The search wave's output: every query text's hits (``flat``, cut to ``needed``), the vectors it
+    used, and what it measured (``manifest``: the retrieval entry's, with the ANN recall)."""
+
+    needed: int
+    index_fp: str
+    scoped: DocumentScope | None
+    manifest: dict[str, Any]
+    flat: list[list[Hit]] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    qvecs: np.ndarray | None = None
+    search_s: list[float] = field(default_factory=list)  # per question (empty when cached)
+    single_s: list[float] = field(default_factory=list)  # a sample of queries searched one at a time
+    children: list[list[Any]] = field(default_factory=list)  # trace=true: each child retriever's rankings
+
+    def stages(self, plan: QueryPlan, i: int) -> list[tuple[str, Sequence[Hit]]]:
+        """Question ``i``'s rankings before fusion: per variant and child retriever (ragbench.trace)."""
+        start = plan.starts[i]
+        return branch_stages(plan.rankings(self.flat, i), self.children[start: start + len(plan.variants[i])])
 
 
 class Pipeline:
@@ -166,165 +208,167 @@ class Pipeline:
         return value[1]
 
     def run(self) -> JobResult:
+        """The job's waves: load -> chunk -> index -> search all queries -> expand all -> generate all
+        (batched per model) -> judge all (batched per judge model) -> score."""
+        evalset: EvalSet = self._timed("load", self.c.dataset.load)
+        c = self.c = answer_stages(self.c, evalset.queries)  # no gold answers: retrieval only; some missing: refused
+        corpus = self._chunk(evalset)
+        if (c.retriever.needs_vectors or any(r.needs_vectors for r in c.rerankers)) and c.embedder is None:
+            raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
+        shard = shard_of(c.embedder)
+        if shard is not None:  # stages=encode: one slice of the corpus vectors into the cache, nothing searched
+            return self._encode_shard(shard, evalset, corpus)
+        queries = list(evalset.queries)
+        if isinstance(c.retriever, QueryBound):  # a run file's rankings, an outside system's contexts
+            c.retriever.prepare(queries, corpus.tree)
+        plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
+                                                         workers=c.query.max_concurrency))
+        found = self._search(corpus, plan, queries)  # index and search: every query text
+        hits, votes = plan.fuse(found.flat, found.needed)
+        emaps = self._timed("evidence", lambda: LAST.get(
+            "evidence", "evidence", (corpus.tree, evalset.queries),
+            lambda: {q.qid: m.match(q) for m in [EvidenceMatcher(corpus.tree)] for q in queries}))
+        if baseline_of(c.retriever):  # retrieval=none | oracle: hits set from the evidence
+            assert isinstance(c.retriever, BaselineRetriever)
+            hits = [c.retriever.hits_for(emaps[q.qid]) for q in queries]
+        lookup = JobLookup(tree=corpus.tree, evidence=emaps, ks=metric_ks(c.topk), vectors=found.vectors,
+                           row_of={cid: i for i, cid in enumerate(corpus.ids)}, dataset=evalset.name,
+                           coverage=LAST.get("coverage", "coverage", (corpus.tree, emaps),
+                                             lambda: {qid: Coverage(corpus.tree, m) for qid, m in emaps.items()}))
+        runner = CaseRunner(c, self.cache)
+        wave = job_wave(c.generator, c.judges.values())  # llm.batch / a local model: each wave batched
+        start = time.perf_counter()
+        cases = self._wave("expand", wave, (), [partial(
+            runner.expand, q, hits[i], lookup, qvec=None if found.qvecs is None else found.qvecs[plan.starts[i]],
+            search_s=found.search_s[i] if found.search_s else None, votes=votes[i],
+            stages=found.stages(plan, i) if c.trace else ()) for i, q in enumerate(queries)])
+        cases = self._wave("generate", wave, [c.generator], [partial(runner.generate, x) for x in cases])
+        results = self._wave("judge", wave, c.judges.values(), [partial(runner.finish, x) for x in cases],
+                             then=in_order(lambda case: self.on_case(case, lookup)))  # each case as it finishes
+        self.timings["cases"] = time.perf_counter() - start
+        self.batch_ids = wave.batch_ids if wave is not None else []
+        return self._result(evalset, corpus, found, results, lookup)
+
+    def _wave(self, name: str, wave: Wave | None, components: Iterable[Any], steps: list[Callable[[], T]],
+              then: Callable[[int, T], None] | None = None) -> list[T]:
+        """One wave: every case's step. A batched wave (``wave``) runs each step in a thread of its own and
+        sends the requests it gathers as one batch per model (ragbench.llm.wave); else the steps run in a
+        pool of the generator's ``max_concurrency``. Each step done is progress, ``then``'s, and a safe point."""
+        def done(i: int, result: T) -> None:
+            self.progress(name, next(finished), len(steps))
+            if then is not None:
+                then(i, result)
+            interrupts.check()  # a safe point: between cases
+
+        finished = count(1)
+        interrupts.check()  # a safe point: between waves
+        log.debug("wave %s: %d cases", name, len(steps))
+        workers = 1 if self.c.generator is None else max(1, int(self.c.generator.max_concurrency))
+        clients = [getattr(x, "client", None) for x in components]
+        if wave is not None and any(wave.defers(x) for x in clients if x is not None):
+            with wave.serving(clients):
+                return wave.run(steps, done, workers=workers)
+        return run_pooled(steps, workers, done)
+
+    def _chunk(self, evalset: EvalSet) -> Corpus:
+        """The chunk wave: the corpus's chunk tree (as searched) and its searchable chunks."""
         c = self.c
-        evalset: EvalSet = self._timed("load", c.dataset.load)
-        c = self.c = answer_stages(c, evalset.queries)  # no gold answers: retrieval only; some missing: refused
         chunker = (type(c.chunker).__module__, type(c.chunker).__qualname__, repr(sorted(c.chunker.params().items())))
         tree: ChunkTree = self._timed("chunk", lambda: LAST.get(
             "chunks", chunker, (evalset.documents,), lambda: c.chunker.chunk(evalset.documents)))
         tree = searched_tree(tree, c.parent_vectors)
-        chunks_key = keys.chunks_key(evalset.documents, c.chunker)
-        self.cache.keys["chunks"] = chunks_key
+        key = self.cache.keys["chunks"] = keys.chunks_key(evalset.documents, c.chunker)
         searchable = tree.searchable()
-        ids = [ch.chunk_id for ch in searchable]
-        texts = [ch.text for ch in searchable]
-        retriever_vectors = c.retriever.needs_vectors
-        reranker_vectors = any(r.needs_vectors for r in c.rerankers)
-        if (retriever_vectors or reranker_vectors) and c.embedder is None:
-            raise ConfigError("this retriever/reranker needs an embedder; set embedder=minilm (or another)")
-        shard = shard_of(c.embedder)
-        if shard is not None:  # stages=encode: one slice of the corpus vectors into the cache, nothing searched
-            return self._encode_shard(shard, evalset, tree, chunks_key, ids, texts)
-        queries = list(evalset.queries)
-        if isinstance(c.retriever, QueryBoundRetriever):  # retrieval=run_file: its rankings are keyed by question id
-            c.retriever.bind(queries)
-        outside = isinstance(c.retriever, OutsideRetriever)  # system=...: an outside system's contexts per question
-        if isinstance(c.retriever, OutsideRetriever):
-            c.retriever.attach(queries, tree)
-        plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
-                                                         workers=c.query.max_concurrency))
-        qtexts = plan.texts  # the questions themselves under query=none: keys and results unchanged
-        owners = plan.owners(queries)
-        ks = metric_ks(c.topk)
-        needed = needed_depth(c)
-        depth = search_depth(c)  # one depth for every top-k of a sweep (hits are cut back to `needed`)
+        return Corpus(tree, key, [ch.chunk_id for ch in searchable], [ch.text for ch in searchable])
+
+    def _search(self, corpus: Corpus, plan: QueryPlan, queries: Sequence[Query]) -> Found:
+        """The index and search waves: every query text searched once, ``search_depth`` deep (from the
+        retrieval cache when this index answered these texts before), cut back to ``needed_depth``."""
+        c, tree, ids, texts = self.c, corpus.tree, corpus.ids, corpus.texts
+        qtexts, owners = plan.texts, plan.owners(queries)  # the questions themselves under query=none
+        needed, depth = needed_depth(c), search_depth(c)  # one depth for every top-k of a sweep
         scoped = DocumentScope(c.retriever) if check_scope(c.scope) == "document" else None
         index_fp = index_fingerprint(tree, c.embedder, c.retriever, scope=c.scope, parent_vectors=c.parent_vectors)
-        vectors = qvecs = None
+        found = Found(needed=needed, index_fp=index_fp, scoped=scoped, manifest={"index": index_fp, "k": depth})
+
+        def vectors() -> np.ndarray:  # the corpus's and the query texts' vectors, once
+            if found.vectors is None:
+                found.vectors, found.qvecs = self._vectors(corpus.key, tree, ids, texts), self._query_vectors(qtexts)
+            return found.vectors
+
+        def build() -> None:
+            if scoped is None:
+                c.retriever.build(ids=ids, texts=texts, vectors=found.vectors)
+            else:  # sub-indexes are built per document on first use: their time counts as search
+                scoped.build(ids=ids, texts=texts, vectors=found.vectors, doc_of=[tree[i].doc_id for i in ids])
 
         def search() -> list[list[Hit]]:
-            nonlocal vectors, qvecs
-            if retriever_vectors:
-                vectors = self._vectors(chunks_key, tree, ids, texts)
-                qvecs = self._query_vectors(qtexts)
-                searched["embedding_dim"] = int(vectors.shape[1])  # kept in the entry's manifest (written after)
-            if scoped is None:
-                self._timed("index", lambda: c.retriever.build(ids=ids, texts=texts, vectors=vectors))
-            else:  # sub-indexes are built per document on first use: their time counts as search
-                scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            found, seconds = self._timed("search", lambda: search_all(c.retriever, qtexts, qvecs, depth, scoped,
-                                                                      owners))
-            if isinstance(c.retriever, FaissRetriever) and scoped is None and qvecs is not None:
+            if c.retriever.needs_vectors:  # the width is kept in the entry's manifest (written after)
+                found.manifest["embedding_dim"] = int(vectors().shape[1])
+            self._timed("index", build) if scoped is None else build()
+            hits, seconds = self._timed("search", lambda: search_all(c.retriever, qtexts, found.qvecs, depth,
+                                                                     scoped, owners))
+            if isinstance(c.retriever, ApproximateRetriever) and scoped is None and found.qvecs is not None:
                 # every depth: the jobs of a top-k sweep share this entry and report their own cut-offs
-                searched["ann_recall"] = c.retriever.ann_recall(vectors=qvecs, hits=found, ks=range(1, depth + 1))
-            search_s.extend(seconds)
-            single_s.extend(time_single(c.retriever, qtexts, qvecs, needed, scoped, owners))
-            return found
+                found.manifest["ann_recall"] = c.retriever.ann_recall(vectors=found.qvecs, hits=hits,
+                                                                      ks=range(1, depth + 1))
+            found.search_s.extend(seconds)
+            found.single_s.extend(time_single(c.retriever, qtexts, found.qvecs, needed, scoped, owners))
+            return hits
 
-        def cached_hits(folder: Path, manifest: Mapping[str, Any]) -> list[list[Hit]]:
-            # the vectors' width, as recorded by the search that made these hits (no vectors are loaded)
+        def cached(folder: Path, manifest: Mapping[str, Any]) -> list[list[Hit]]:
+            # the vectors' width and the ANN recall, as recorded by the search that made these hits
             if isinstance(manifest.get("embedding_dim"), int):
-                searched["embedding_dim"] = int(manifest["embedding_dim"])
-            if isinstance(manifest.get("ann_recall"), dict):  # measured by the search that made these hits
-                searched["ann_recall"] = {str(k): float(v) for k, v in manifest["ann_recall"].items()}
+                found.manifest["embedding_dim"] = int(manifest["embedding_dim"])
+            if isinstance(manifest.get("ann_recall"), dict):
+                found.manifest["ann_recall"] = {str(k): float(v) for k, v in manifest["ann_recall"].items()}
             return load_hits(folder)
 
-        search_s: list[float] = []  # per-text share of its batch's search time (empty when cached)
-        single_s: list[float] = []  # a sample of queries searched one at a time
-        searched: dict[str, Any] = {"index": index_fp, "k": depth}  # the retrieval entry's manifest
-        retrieval_key = keys.retrieval_key(index_fp, qtexts, depth)
-        baseline = baseline_of(c.retriever)  # retrieval=none | oracle: no index, hits set from the evidence
-        hits_flat: list[list[Hit]] = [[] for _ in qtexts] if baseline else search() if outside else self.cache.folder(
-            "retrieval", retrieval_key, searched, build=search, save=save_hits, load=cached_hits)[0]
-        hits_flat = [hits[:needed] for hits in hits_flat]  # exactly a search at depth `needed`
-        hits_all, votes_all = plan.fuse(hits_flat, needed)
-        children: list[list[Any]] = []
-        if c.trace and isinstance(c.retriever, FusedRetriever) and c.retriever.children:  # each child's ranking: rebuilt (small runs)
-            if retriever_vectors and (vectors is None or qvecs is None):
-                vectors, qvecs = self._vectors(chunks_key, tree, ids, texts), self._query_vectors(qtexts)
-            if scoped is None:
-                c.retriever.build(ids=ids, texts=texts, vectors=vectors)
-            else:
-                scoped.build(ids=ids, texts=texts, vectors=vectors, doc_of=[tree[i].doc_id for i in ids])
-            children = child_rankings(c.retriever, scoped, qtexts, qvecs, owners, needed)
-        starts = plan.starts
-        if search_s:  # a question's search latency: the sum over its variants
-            search_s = [sum(search_s[s: s + len(v)]) for s, v in zip(starts, plan.variants, strict=True)]
-        if reranker_vectors and vectors is None:
-            vectors = self._vectors(chunks_key, tree, ids, texts)
-            qvecs = self._query_vectors(qtexts)
-        emaps = self._timed("evidence", lambda: LAST.get(
-            "evidence", "evidence", (tree, evalset.queries),
-            lambda: {q.qid: m.match(q) for m in [EvidenceMatcher(tree)] for q in queries}))
-        if baseline:
-            assert isinstance(c.retriever, BaselineRetriever)
-            hits_all = [c.retriever.hits_for(emaps[q.qid]) for q in queries]
-        row_of = {cid: i for i, cid in enumerate(ids)}
-        coverage = LAST.get("coverage", "coverage", (tree, emaps),
-                            lambda: {qid: Coverage(tree, m) for qid, m in emaps.items()})
+        if baseline_of(c.retriever):  # no index: hits set from the evidence (run)
+            flat: list[list[Hit]] = [[] for _ in qtexts]
+        elif isinstance(c.retriever, OutsideRetriever):  # an outside system's hits: not kept in the cache
+            flat = search()
+        else:
+            flat = self.cache.folder("retrieval", keys.retrieval_key(index_fp, qtexts, depth), found.manifest,
+                                     build=search, save=save_hits, load=cached)[0]
+        found.flat = [hits[:needed] for hits in flat]  # exactly a search at depth `needed`
+        if c.trace and isinstance(c.retriever, FusedRetriever) and c.retriever.children:  # each child's ranking
+            if c.retriever.needs_vectors:
+                vectors()
+            build()  # rebuilt (small runs)
+            found.children = child_rankings(c.retriever, scoped, qtexts, found.qvecs, owners, needed)
+        if found.search_s:  # a question's search latency: the sum over its variants
+            found.search_s = [sum(found.search_s[s: s + len(v)]) for s, v in zip(plan.starts, plan.variants,
+                                                                                   strict=True)]
+        if any(r.needs_vectors for r in c.rerankers):
+            vectors()
+        return found
 
-        cases_runner = CaseRunner(self.c, self.cache)
-        lookup = JobLookup(tree=tree, evidence=emaps, ks=ks, vectors=vectors, row_of=row_of, coverage=coverage,
-                           dataset=evalset.name)
-
-        def one(i: int) -> CaseResult:
-            return cases_runner.run(queries[i], hits_all[i], lookup,
-                                    qvec=None if qvecs is None else qvecs[starts[i]],
-                                    search_s=search_s[i] if search_s else None, votes=votes_all[i],
-                                    stages=branch_stages(plan.rankings(hits_flat, i),
-                                                         children[starts[i]: starts[i] + len(plan.variants[i])])
-                                    if c.trace else ())
-
-        cases: list[CaseResult] = []
-        workers = 1 if c.generator is None else max(1, int(c.generator.max_concurrency))
-        start = time.perf_counter()
-        batching = job_batching(c.generator, c.judges.values())  # llm.batch=true: rounds of provider batches
-        # one worker (no generator, or max_concurrency=1): the cases run in this thread, without a future per case
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and batching is None else None
-        with pool or nullcontext():
-            try:
-                done = (run_rounds(batching, one, len(queries), workers=workers) if batching is not None
-                        else (pool.map if pool else map)(one, range(len(queries))))
-                self.batch_ids = batching.batch_ids if batching is not None else []
-                for n, case in enumerate(done, start=1):
-                    cases.append(case)
-                    self.on_case(case, lookup)
-                    self.progress("cases", n, len(queries))
-                    interrupts.check()  # a safe point: between cases
-            except BaseException:
-                if pool is not None:  # the cases not started yet are dropped, not run
-                    pool.shutdown(wait=True, cancel_futures=True)
-                raise
-        self.timings["cases"] = time.perf_counter() - start
+    def _result(self, evalset: EvalSet, corpus: Corpus, found: Found, cases: list[CaseResult],
+                lookup: JobLookup) -> JobResult:
+        """The score wave: the job's metrics, counts and fingerprints."""
+        c, ks, vectors = self.c, lookup.ks, found.vectors
         metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
-            timings=self.timings, queries=queries, single_s=single_s, evidence=emaps,
-            cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts, scoped=scoped is not None,
-            cases=cases, transform_failures=c.query.failures,
+            timings=self.timings, queries=list(evalset.queries), single_s=found.single_s, evidence=lookup.evidence,
+            cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts,
+            scoped=found.scoped is not None, cases=cases, transform_failures=c.query.failures,
             model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded),
-            Produced("index", {key: v for key, v in (searched.get("ann_recall") or {}).items()
+            Produced("index", {key: v for key, v in (found.manifest.get("ann_recall") or {}).items()
                                if key.removeprefix(ANN_RECALL) in {str(k) for k in ks}}))
-        counts = {
-            "documents": len(evalset.documents),
-            "chunks": len(tree.chunks),
-            "searchable_chunks": len(searchable),
-            "queries": len(queries),
-            "failed_cases": sum(cs.failed for cs in cases),
-            "embedded_texts": self.embedded_texts,
-            **({"embedding_dim": int(vectors.shape[1])} if vectors is not None
-               else {"embedding_dim": searched["embedding_dim"]} if "embedding_dim" in searched else {}),
-        }
-        fingerprints = {"dataset_sha256": evalset.fingerprint, "index_sha256": index_fp}
+        dim = int(vectors.shape[1]) if vectors is not None else found.manifest.get("embedding_dim")
+        counts = {"documents": len(evalset.documents), "chunks": len(corpus.tree.chunks),
+                  "searchable_chunks": len(corpus.ids), "queries": len(cases),
+                  "failed_cases": sum(cs.failed for cs in cases), "embedded_texts": self.embedded_texts,
+                  **({"embedding_dim": dim} if dim is not None else {})}
         return JobResult(
-            evalset=evalset, tree=tree, cases=tuple(cases), metrics=metrics, fingerprints=fingerprints,
-            timings=dict(self.timings), counts=counts, evidence=emaps, cache_keys=dict(self.cache.keys),
-            coverage=coverage,
-        )
+            evalset=evalset, tree=corpus.tree, cases=tuple(cases), metrics=metrics, timings=dict(self.timings),
+            fingerprints={"dataset_sha256": evalset.fingerprint, "index_sha256": found.index_fp}, counts=counts,
+            evidence=lookup.evidence, cache_keys=dict(self.cache.keys), coverage=lookup.coverage)
 
-
-    def _encode_shard(self, shard: EncodeShard, evalset: EvalSet, tree: ChunkTree, chunks_key: str, ids: list[str],
-                      texts: list[str]) -> JobResult:
+    def _encode_shard(self, shard: EncodeShard, evalset: EvalSet, corpus: Corpus) -> JobResult:
         """``stages=encode``: shard ``shard`` of the corpus vectors into the stage cache (ragbench.embed.shard_entries)."""
-        key, expected = self._index_entry(chunks_key, ids)
+        ids, texts, tree = corpus.ids, corpus.texts, corpus.tree
+        key, expected = self._index_entry(corpus.key, ids)
         stored = self._timed("embed", lambda: shard_entries.store_shard(
             self.cache, index_key=key, expected=expected, shard=shard, ids=ids, texts=texts, spill_rows=SPILL_ROWS,
             encode=lambda part: self._embed(list(part), queries=False)))
@@ -339,6 +383,38 @@ class Pipeline:
                              tree, emb, self.c.retriever, scope=self.c.scope, parent_vectors=self.c.parent_vectors)},
                          timings=dict(self.timings),
                          counts=counts, cache_keys=dict(self.cache.keys))
+
+
+def run_pooled(steps: Sequence[Callable[[], T]], workers: int, done: Callable[[int, T], None]) -> list[T]:
+    """Runs ``steps`` in a pool of ``workers`` threads (one: in this thread), ``done`` with each result
+    in order; on an error (an interrupt at ``done``) the steps not started yet are dropped, not run."""
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    results: list[T] = []
+    with pool or nullcontext():
+        try:
+            for i, result in enumerate(pool.map(lambda step: step(), steps) if pool else (s() for s in steps)):
+                results.append(result)
+                done(i, result)
+        except BaseException:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return results
+
+
+def in_order(emit: Callable[[T], None]) -> Callable[[int, T], None]:
+    """A ``done`` callback that passes results to ``emit`` in step order (a wave's steps end in any order)."""
+    ready: dict[int, T] = {}
+    upcoming = 0
+
+    def take(i: int, result: T) -> None:
+        nonlocal upcoming
+        ready[i] = result
+        while upcoming in ready:
+            emit(ready.pop(upcoming))
+            upcoming += 1
+
+    return take
 
 
 def searched_tree(tree: ChunkTree, parent_vectors: str) -> ChunkTree:

@@ -211,6 +211,36 @@ class OutsideRetriever(Protocol):
 
 
 @runtime_checkable
+class QueryBound(Protocol):
+    """A retriever told the job's questions and chunk tree before the search wave: a run file's rankings are
+    keyed by question id (``retrieval=run_file``), an outside system asks each question (``system=...``)."""
+
+    def prepare(self, queries: Sequence[Query], tree: ChunkTree) -> None: ...
+
+
+@runtime_checkable
+class ApproximateRetriever(Protocol):
+    """A retriever whose index may approximate an exact search (FAISS IVF/HNSW): ``ann_recall`` measures how
+    much of an exact search's top k its hits hold, on the job's query vectors (``retrieval/ann_recall_at_<k>``;
+    empty for an exact index)."""
+
+    def ann_recall(self, *, vectors: np.ndarray, hits: Sequence[Sequence[Hit]],
+                   ks: Sequence[int]) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class WaveAnswerer(Protocol):
+    """Answers one wave's requests of one model (``ragbench.llm.wave``): a provider batch
+    (``ragbench.llm.batch.BatchRunner``) or the local model (``ragbench.llm.local.runner.LocalRunner``).
+    ``run`` takes {custom id: chat request body} and returns {custom id: ``BatchReply``};
+    ``batch_id``: the provider batch that answered them (None: none)."""
+
+    batch_id: str | None
+
+    def run(self, bodies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
 class QueryExpander(Protocol):
     """An expander whose contexts depend on the question (``expander=system``: the system's own passages)."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import types
@@ -395,6 +396,7 @@ class RecordWriter:
         folder.mkdir(parents=True, exist_ok=True)
         self.record = record
         self.table: list[dict[str, Any]] = []
+        (folder / STORED_FILE).unlink(missing_ok=True)  # a pointer left by an earlier job in this folder
         self._write_run(record)
         self._cases: IO[str] | None = open(folder / CASES_ARTIFACT, "w", encoding="utf-8")  # noqa: SIM115 - open across calls
 
@@ -528,3 +530,93 @@ def stored_cases(files: Mapping[str, bytes | None]) -> tuple[str, list[dict[str,
     if migrated is None:
         raise RecordError(f"{LEGACY_SCORES} is not a case-scores document with one value per case")
     return LEGACY_SCORES, migrated
+
+
+# Where a record's bytes live. The job writes run.json and cases.jsonl into its output folder as it goes
+# (a killed job keeps them there); once the sink has them in the run's artifact store (the shared copy:
+# the MLflow UI, compare and verify from any machine), the folder keeps only STORED_FILE, a pointer to
+# them (docs/layout.md, "A job's life"). ``folder_files`` reads a folder of either layout.
+STORED_FILE = "stored.json"
+STORED_FORMAT = "ragbench-stored/1"
+RECORD_FILES = (RUN_FILE, CASES_ARTIFACT)
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """The pointer an output folder keeps to its record's files in the artifact store: the run that holds
+    them, its store (credentials stripped) and artifact folder, and each file's size and sha256 as the job
+    wrote it (what a reader checks the downloaded bytes against)."""
+
+    run_id: str
+    tracking_uri: str
+    artifact_uri: str
+    files: Mapping[str, Mapping[str, Any]]  # name -> {"bytes": size, "sha256": hex digest}
+    format: str = STORED_FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, data: str | bytes, *, where: str = STORED_FILE) -> StoredRecord:
+        """A ``stored.json``; a RecordError naming ``where`` and what is wrong when it is not one."""
+        doc = _bounded(data, where, cut="")
+        if not isinstance(doc, dict) or doc.get("format") != STORED_FORMAT:
+            raise RecordError(f"{where} is not a {STORED_FORMAT} pointer")
+        files = doc.get("files")
+        if not (isinstance(files, dict) and all(isinstance(f, dict) and isinstance(f.get("sha256"), str)
+                                                and type(f.get("bytes")) is int for f in files.values())
+                and all(isinstance(doc.get(k), str) and doc[k] for k in ("run_id", "tracking_uri"))):
+            raise RecordError(f"{where}: a {STORED_FORMAT} pointer needs run_id, tracking_uri and each "
+                              "file's bytes and sha256")
+        return cls(run_id=doc["run_id"], tracking_uri=doc["tracking_uri"],
+                   artifact_uri=str(doc.get("artifact_uri") or ""), files=files)
+
+
+def file_facts(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and sha256 of each record file in ``folder`` (``RECORD_FILES`` that are there)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in RECORD_FILES:
+        path = folder / name
+        if path.is_file():
+            data = path.read_bytes()
+            out[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return out
+
+
+def keep_pointer(folder: Path, pointer: StoredRecord) -> int:
+    """Replaces the record's files in ``folder`` by ``pointer`` (``stored.json``), once the artifact store
+    holds them: the pointer is written whole first, then each file it names is removed (a folder left with
+    both by a crash between reads as its files). Returns the bytes freed."""
+    tmp = folder / f".{STORED_FILE}.tmp"
+    tmp.write_text(pointer.to_json(), encoding="utf-8")
+    os.replace(tmp, folder / STORED_FILE)
+    freed = 0
+    for name in pointer.files:
+        path = folder / name
+        if path.is_file():
+            freed += path.stat().st_size
+            path.unlink()
+    return freed
+
+
+def folder_files(folder: Path, fetch: Callable[[StoredRecord, str], bytes]) -> dict[str, bytes]:
+    """A job's output folder's record files (``run.json``, ``cases.jsonl``) as bytes, whatever its layout:
+    the files themselves when the folder holds them (a record not logged, a job killed before its end, or a
+    run from before the pointer, whose folder kept a second copy); else, through its ``stored.json``,
+    ``fetch(pointer, name)`` from the artifact store, each checked against the size and sha256 the job
+    wrote. The one reader of an output folder's record: a RecordError naming the folder and what is
+    missing or differs."""
+    if (folder / RUN_FILE).is_file():
+        return {name: (folder / name).read_bytes() for name in RECORD_FILES if (folder / name).is_file()}
+    where = folder / STORED_FILE
+    if not where.is_file():
+        raise RecordError(f"{folder}: no {RUN_FILE} and no {STORED_FILE}; not a job's record folder")
+    pointer = StoredRecord.from_json(where.read_bytes(), where=str(where))
+    out: dict[str, bytes] = {}
+    for name, facts in pointer.files.items():
+        data = fetch(pointer, name)
+        if len(data) != facts["bytes"] or hashlib.sha256(data).hexdigest() != facts["sha256"]:
+            raise RecordError(f"{name} of run {pointer.run_id} in {pointer.tracking_uri} is not the file the "
+                              f"job wrote ({len(data)} bytes, {facts['bytes']} written; sha256 differs)")
+        out[name] = data
+    return out

@@ -1,10 +1,11 @@
 """What a job computed that the next job of the same process would compute again, kept and reused.
 
 A sweep's jobs run one after another in one process (Hydra's basic launcher; each worker of the joblib
-launcher). The jobs of a top-k or retriever sweep read the same dataset files, chunk them the same way
-and map the same evidence onto the same chunks: on the full LoCoMo file about 0.6 s per job, recomputed
-to the same value. Each kind keeps its last value only (memory stays that of one job), and a value is
-reused only when it would be recomputed exactly:
+launcher); the values are a cache of the process's session (``ragbench.session``). The jobs of a top-k
+or retriever sweep read the same dataset files, chunk them the same way and map the same evidence onto
+the same chunks: on the full LoCoMo file about 0.6 s per job, recomputed to the same value. Each kind
+keeps its last value only (memory stays that of one job), and a value is reused only when it would be
+recomputed exactly:
 
 - ``dataset``: the adapter's configuration is equal, every file it read has the same SHA-256 and every
   folder holding one the same listing (an edited or added file is read again);
@@ -25,6 +26,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+from ragbench.session import CacheSlot
 
 T = TypeVar("T")
 
@@ -116,4 +119,4 @@ def file_signature(root: str | Path, files: Sequence[str]) -> tuple[tuple[str, .
             *(tuple([str(d), *sorted(os.listdir(d))]) for d in folders if d.is_dir()))
 
 
-LAST = LastValues()
+LAST: Any = CacheSlot(__name__, LastValues)  # the current session's last values (ragbench.session)

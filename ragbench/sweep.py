@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +12,13 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import interrupts, redact
+from ragbench import interrupts, redact, session
 from ragbench.errors import RagbenchError, Reported
 from ragbench.stages import encode_only
 from ragbench.tracking.progress import job_started, write_sweep_size
 from ragbench.tracking.report import console, rank_within_dataset
 from ragbench.tracking.run_names import job_labels, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides, job_labels: re-exported
+from ragbench.tracking.run_records import RecordedRun, recorded
 from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_FALLBACK: re-exported
     AUTO,
     DOC_LEAD,
@@ -26,30 +27,21 @@ from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_
     axis_params,
     baseline_kind,
     csv_text,
-    mlflow_rows,
     print_sweep_table,
     ranking_metric,
+    record_rows,
 )
 
 log = logging.getLogger(__name__)
 
 PARENT_FILE = "ragbench_parent_run_id"
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
-_PARENTS: dict[str, str] = {}  # resolved sweep dir -> parent run id, for jobs run in the sweep's process
-_OPEN: dict[str, Any] = {}  # parent run id -> tracker, closed on every exit path
 
 
 def close_open_parents(status: str) -> None:
-    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit)."""
-    for run_id, tracker in list(_OPEN.items()):
-        _OPEN.pop(run_id, None)
-        try:
-            tracker.end_run(run_id, status)
-        except Exception as exc:  # the store may be what failed; the next sweep closes the run as stale
-            log.warning("could not close sweep run %s as %s: %s", run_id, status, exc)
-
-
-atexit.register(close_open_parents, "FAILED")
+    """Ends every sweep parent this process opened and has not closed (an interrupt, an error, exit): the
+    session's parents (``ragbench.session.Parents``; an exit closes them FAILED)."""
+    session.current().parents.close_all(status)
 
 
 def _fail(message: str) -> None:
@@ -73,26 +65,27 @@ def register_secrets(config: DictConfig) -> None:
 def parent_run_id(sweep_dir: str | Path) -> str | None:
     """The sweep's parent run id: this process's own sweep first (basic launcher), else the file written
     by ``on_multirun_start`` (jobs in launcher worker processes)."""
-    key = str(Path(sweep_dir).resolve())
-    if key in _PARENTS:
-        return _PARENTS[key]
+    own = session.current().parents.run_id(str(Path(sweep_dir).resolve()))
+    if own is not None:
+        return own
     p = Path(sweep_dir) / PARENT_FILE
     return p.read_text().strip() if p.exists() else None
 
 
 def in_this_process(parent: str) -> bool:
     """Whether ``parent`` is a sweep whose callback runs in this process (the basic launcher's jobs)."""
-    return parent in _PARENTS.values()
+    return session.current().parents.owns(parent)
 
 
 ACCOUNTING = ("tokens/", "cost/", "saved/", "llm/")  # summed over the sweep's jobs on the parent run
 
 
-def sweep_accounting(children: list[Any]) -> dict[str, float]:
-    """Every job's LLM accounting totals (ragbench.budget.accounting_metrics) summed for the parent run."""
+def sweep_accounting(children: Sequence[RecordedRun]) -> dict[str, float]:
+    """Every job's LLM accounting totals (ragbench.budget.accounting_metrics), as its record holds them,
+    summed for the parent run."""
     out: dict[str, float] = {}
     for run in children:
-        for key, value in run.data.metrics.items():
+        for key, value in run.metrics.items():
             if key.startswith(ACCOUNTING) and not key.endswith(("_mean", "cache_hits")):
                 out[key] = out.get(key, 0.0) + float(value)
     return out
@@ -148,8 +141,7 @@ class MlflowSweepCallback(Callback):
         except RagbenchError as exc:
             _fail(str(exc))
         assert self._run_id is not None
-        _OPEN[self._run_id] = self._tracker
-        _PARENTS[str(sweep_dir.resolve())] = self._run_id
+        session.current().parents.opened(str(sweep_dir.resolve()), self._run_id, self._tracker)
         (sweep_dir / PARENT_FILE).write_text(self._run_id)
         write_sweep_keys(sweep_dir, overrides)  # jobs' run names lead with these (ragbench.tracking.run_names)
         write_sweep_size(config, sweep_dir)
@@ -158,7 +150,7 @@ class MlflowSweepCallback(Callback):
     def _close_if_open(self, status: str) -> None:
         if self._run_id is not None and self._tracker is not None:
             try:
-                _OPEN.pop(self._run_id, None)
+                session.current().parents.closing(self._run_id)
                 self._tracker.end_run(self._run_id, status)
             finally:
                 self._run_id = None
@@ -195,19 +187,24 @@ class MlflowSweepCallback(Callback):
         if self._run_id is None:
             return
         interrupts.check()  # a safe point: after the last job, before the table and the report
+        # MLflow finds the jobs, their records say what they were and found (ragbench.tracking.run_records);
         # oldest first: a tie on the ranking metric goes to the earlier job, as compare's default baseline does
-        children = sorted(self._tracker.search_children(self._run_id), key=lambda r: r.info.start_time or 0)
+        found = sorted(self._tracker.search_children(self._run_id), key=lambda r: r.info.start_time or 0)
+        children = recorded(self._tracker.client, found)
+        for child in children:
+            if child.problem:  # a record that is missing or not a record: that job counts as FAILED
+                log.error("%s", child.problem)
         rows = []
         swept = read_sweep_keys(config.hydra.sweep.dir)  # what the command line varies: its columns first
-        differing = axis_params([run.data.params for run in children], swept)  # one param per swept axis
+        differing = axis_params([run.params for run in children], swept)  # one param per swept axis
         for run in children:
-            row: dict[str, Any] = {"run": run.info.run_name, "status": run.info.status, "run_id": run.info.run_id,
-                                   "dataset": run.data.params.get("dataset.name", "")}
-            row["params"] = {k: run.data.params.get(k) for k in differing}
-            row["baseline"] = baseline_kind(run.data.tags)  # retrieval=none | oracle
+            row: dict[str, Any] = {"run": run.run_name, "status": run.status, "run_id": run.run_id,
+                                   "dataset": run.params.get("dataset.name", "")}
+            row["params"] = {k: run.params.get(k) for k in differing}
+            row["baseline"] = baseline_kind(run.tags)  # retrieval=none | oracle
             for m in (*KEY_METRICS, self.sort_by, *DOC_LEAD):
-                if m in run.data.metrics:
-                    row[m] = run.data.metrics[m]
+                if m in run.metrics:
+                    row[m] = run.metrics[m]
             rows.append(row)
         sort_by = ranking_metric(rows, self.sort_by)
         rows = rank_within_dataset(rows, sort_by)
@@ -221,7 +218,7 @@ class MlflowSweepCallback(Callback):
                  for r in rows]
         self._tracker.log_table(self._run_id, table or [{"run": "none"}], "sweep_comparison.json")
         self._tracker.log_files(self._run_id, {"sweep_comparison.json": dumps(rows)}, artifact_path="summary")
-        self._tracker.log_files(self._run_id, {"runs.csv": csv_text(mlflow_rows(children), swept)})
+        self._tracker.log_files(self._run_id, {"runs.csv": csv_text(record_rows(children), swept)})
         self._tracker.log_metrics(self._run_id, {"sweep/jobs": len(rows),
                                                  "sweep/failed_jobs": sum(r["status"] != "FINISHED" for r in rows)})
         self._tracker.log_metrics(self._run_id, sweep_accounting(children))
@@ -231,19 +228,18 @@ class MlflowSweepCallback(Callback):
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
             from ragbench.compare.analysis import log_sweep_report
 
-            if self.compare_report and not all(encode_only(c.data.tags) for c in children):  # stages=encode: vectors
+            if self.compare_report and not all(encode_only(c.tags) for c in children):  # encode: vectors
                 log_sweep_report(self._tracker, self._run_id, sort_by=self.sort_by)  # its baseline: the table's best
         except Exception as exc:  # noqa: BLE001
             log.warning("comparison report not logged to the sweep run: %s: %s", type(exc).__name__, exc)
         shown = [k for k in differing if not k.startswith(("hydra.", "cache.", "tracking."))]
-        self._print_url(shown, sorted({k for c in children for k in c.data.metrics}))
+        self._print_url(shown, sorted({k for c in children for k in c.metrics}))
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
         self._close_if_open("FAILED" if failed else "FINISHED")
-        from ragbench.budget import LEDGER
-
-        if LEDGER.stopped is not None:  # one line: the budget, not a list of "failed" jobs
+        stopped = session.current().ledger.stopped
+        if stopped is not None:  # one line: the budget, not a list of "failed" jobs
             log.error("sweep stopped by budget: %s; %d of %d jobs ran; fix: raise budget.* and rerun the same "
-                      "command (cached answers and verdicts are reused)", LEDGER.stopped, len(rows),
+                      "command (cached answers and verdicts are reused)", stopped, len(rows),
                       max(self._jobs(config), len(rows)))
             raise Reported(1)
         if failed:

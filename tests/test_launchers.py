@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 # bm25 needs no embedding model: these tests are about launching and logging, not retrieval quality
 SMALL = ["dataset=qasper", "dataset.sample_size=3", "retrieval=bm25"]
-CHILD_ARTIFACTS = {"cases.jsonl", "cases_table.json", "run.json", "config.yaml"}
+CHILD_ARTIFACTS = {"cases.jsonl", "cases_table.json", "run.json"}
 CORE_METRICS = {"retrieval/mrr_at_10", "retrieval/hit_at_5", "context/evidence_text_recall", "answer/f1", "answer/em",
                 "cases/total", "cases/failed"}
 

@@ -51,7 +51,7 @@ def test_design_card_sweep(tmp_path):
         assert any(k.startswith("by_type/") and k.endswith("/answer/f1") for k in c.data.metrics)
         index_sha.setdefault(c.data.params["dataset.name"], set()).add(c.data.tags["ragbench.index_sha256"])
         names = {a.path for a in client.list_artifacts(c.info.run_id)}
-        assert {"cases.jsonl", "cases_table.json", "run.json", "config.yaml"} <= names
+        assert {"cases.jsonl", "cases_table.json", "run.json"} <= names
     assert all(len(shas) == 1 for shas in index_sha.values())  # one index per dataset across top-k
     embedded = [c for c in children if c.data.metrics["ingest/embedded_texts"] > 0]
     assert sorted(c.data.params["dataset.name"] for c in embedded) == ["locomo", "qasper"]  # each corpus once

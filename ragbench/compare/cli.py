@@ -196,10 +196,15 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _write_error("--json", args.json, exc)
         print(f"records: {args.json}")
     if args.csv:
-        from ragbench.tracking.runs_table import csv_text, mlflow_rows, sweep_keys_of
+        from ragbench.tracking.run_records import read_all
+        from ragbench.tracking.runs_table import csv_text, record_rows, sweep_keys_of
 
-        try:
-            args.csv.write_text(csv_text(mlflow_rows(found), sweep_keys_of(client, found)), encoding="utf-8")
+        try:  # each row from the run's record (ragbench.tracking.run_records)
+            args.csv.write_text(csv_text(record_rows(read_all(client, found)), sweep_keys_of(client, found)),
+                                encoding="utf-8")
+        except RagbenchError as exc:  # a run without its record (logged before it, or the file damaged)
+            print(f"ragbench.compare: error: --csv: {exc}", file=sys.stderr)
+            return USAGE
         except OSError as exc:
             return _write_error("--csv", args.csv, exc)
         print(f"runs: {args.csv} ({len(found)} rows)")

@@ -14,7 +14,7 @@ from ragbench.compare.comparison import Comparison
 from ragbench.compare.metrics import metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.compare.taxonomy import CORRECT_AT, Taxonomy, classify, gold_flags
-from ragbench.tracking.run_names import parse_run_name, short_items
+from ragbench.tracking.run_names import WHERE_KEYS
 from ragbench.tracking.runs_table import baseline_kind as baseline_of_tags
 
 TABLE_METRICS = {  # the sweep table's metric columns: logged key -> label
@@ -26,7 +26,8 @@ TABLE_METRICS = {  # the sweep table's metric columns: logged key -> label
 CURVES = {"retrieval/hit_at_": "hit@k", "retrieval/recall_at_": "recall@k", "retrieval/ndcg_at_": "nDCG@k"}
 CASE_SCORES = ("answer/f1", "answer/em", "judge/accuracy", "retrieval/mrr_at_10", "retrieval/mrr",  # (older runs)
                "context/evidence_text_recall")
-BASELINE_RETRIEVAL = ("retrieval=oracle", "retrieval=none")
+TARGET = "_target_"  # a component's class in a config (Hydra's instantiate key)
+BASELINE_RETRIEVERS = {"Oracle": "oracle", "ClosedBook": "closed_book"}  # retrieval.retriever._target_'s class
 MAX_TEXT = 4000  # characters of one hit or context text kept in the report
 MAX_RANKED = 10  # ranked ids shown per case beyond the top-k texts
 _AT = re.compile(r"^(retrieval/(?:hit|recall|ndcg)_at_)(\d+)$")
@@ -58,22 +59,37 @@ def run_tags(runs: Sequence[Any]) -> dict[str, dict[str, str]]:
 
 
 def baseline_kind(run: RunCases, tags: Mapping[str, str] | None = None) -> str:
-    """``oracle`` / ``closed_book`` for a baseline run (``runs_table.baseline_kind`` of its tags, as compare's
-    default baseline reads it; else its run name), else ""."""
+    """``oracle`` / ``closed_book`` for a baseline run (``runs_table.baseline_kind`` of its record's tags, as
+    compare's default baseline reads it; else, for a run logged before that tag, its config's retriever),
+    else "". Never its run name."""
     if run.baseline or (tags and baseline_of_tags(tags)):
         return run.baseline or baseline_of_tags(tags or {})
-    _, items = parse_run_name(run.name)
-    hit = next((i for i in items if i in BASELINE_RETRIEVAL), "")
-    return hit.partition("=")[2]
+    target = run.params.get("retrieval.retriever._target_", "")
+    return BASELINE_RETRIEVERS.get(target.rpartition(".")[2], "")
 
 
 def varying_params(runs: Sequence[RunCases]) -> tuple[list[str], dict[str, dict[str, str]]]:
-    """(column names, run id -> {column: value}): the overrides whose value differs between the runs, with
-    short keys (``topk``), in the order the run names give them."""
-    parsed = {r.run_id: dict(i.partition("=")[::2] for i in short_items(parse_run_name(r.name)[1])) for r in runs}
-    keys = list(dict.fromkeys(k for p in parsed.values() for k in p))
-    vary = [k for k in keys if len({p.get(k, "") for p in parsed.values()}) > 1]
-    return vary, {rid: {k: p.get(k, "") for k in vary} for rid, p in parsed.items()}
+    """(column names, run id -> {column: value}): the config keys (``RunCases.params``, read from each run's
+    record) whose value differs between the runs of one dataset, in config order, without the keys that say
+    where results go (``cache.dir``); a key shows by its last segment (``topk``) where no other column has
+    it, a component's ``_target_`` as the component with its class (``retriever``: ``BM25``). The run names
+    are not read: a name that disagrees with its record does not change a column."""
+    by_dataset: dict[str, list[RunCases]] = {}
+    for r in runs:
+        by_dataset.setdefault(r.dataset, []).append(r)
+    keys: dict[str, None] = {}
+    for group in by_dataset.values():
+        for key in dict.fromkeys(k for r in group for k in r.params):
+            if not key.startswith(WHERE_KEYS) and len({r.params.get(key, "") for r in group}) > 1:
+                keys[key] = None
+    shown = {k: k.removesuffix(f".{TARGET}") for k in keys}
+    tails = [k.rsplit(".", 1)[-1] for k in shown.values()]
+    short = {k: t if tails.count(t) == 1 else shown[k] for k, t in zip(keys, tails, strict=True)}
+
+    def value(key: str, text: str) -> str:
+        return text.rpartition(".")[2] if key.endswith(f".{TARGET}") else text
+
+    return list(short.values()), {r.run_id: {short[k]: value(k, r.params.get(k, "")) for k in keys} for r in runs}
 
 
 def _clean(x: float) -> float | None:

@@ -58,6 +58,7 @@ class RunCases:
     metrics: Mapping[str, float] = field(default_factory=dict)  # the run's logged metrics, when known
     skipped: np.ndarray | None = None  # cases not run (budget reached): NaN for every metric, never 0
     baseline: str = ""  # a baseline job's kind (oracle, closed_book: runs_table.baseline_kind), "" for a configuration
+    params: Mapping[str, str] = field(default_factory=dict)  # its config as dotted keys (select.record_params)
 
     @property
     def config(self) -> str:
@@ -126,16 +127,18 @@ def case_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
               topk: int | None = None, source: str = "mlflow", keep_rows: bool = True,
-              metrics: Mapping[str, float] | None = None, baseline: str = "") -> RunCases:
+              metrics: Mapping[str, float] | None = None, baseline: str = "",
+              params: Mapping[str, str] | None = None) -> RunCases:
     """RunCases from ``cases.jsonl`` records (``ragbench.record.CaseRecord.row``)."""
     return from_columns(case_columns(rows), run_id=run_id, name=name, dataset=dataset,
                         dataset_sha256=dataset_sha256, topk=topk, source=source, metrics=metrics,
-                        rows=rows if keep_rows else (), baseline=baseline)
+                        rows=rows if keep_rows else (), baseline=baseline, params=params)
 
 
 def from_columns(columns: Mapping[str, Any], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
                  topk: int | None = None, source: str = "mlflow", metrics: Mapping[str, float] | None = None,
-                 rows: Sequence[Mapping[str, Any]] = (), baseline: str = "") -> RunCases:
+                 rows: Sequence[Mapping[str, Any]] = (), baseline: str = "",
+                 params: Mapping[str, str] | None = None) -> RunCases:
     """RunCases from ``case_columns`` (the records' columns, or a ``case_scores.json`` document)."""
     qids: list[str] = []
     seen: set[str] = set()
@@ -163,6 +166,7 @@ def from_columns(columns: Mapping[str, Any], *, run_id: str, name: str, dataset:
         ok=np.array([s == "ok" for s in status], dtype=bool), fields=fields,
         rows=tuple(rows), source=source, metrics=dict(metrics or {}),
         skipped=np.array([s == "skipped" for s in status], dtype=bool), baseline=baseline,
+        params=dict(params or {}),
     )
 
 

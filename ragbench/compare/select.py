@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,8 @@ from ragbench.errors import ConfigError
 from ragbench.jsonio import loads_bounded
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
 from ragbench.stages import encode_only
+from ragbench.tracking.mlflow_sink import flatten, quiet_downloads
+from ragbench.tracking.run_records import record_of
 from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
 
@@ -123,21 +123,6 @@ def by_prefix(prefix: str, runs: Sequence[Any], uri: str) -> Any:
     return hits[0]
 
 
-@contextlib.contextmanager
-def _quiet_downloads() -> Iterator[None]:
-    """No MLflow download progress bar per artifact (one per run would fill a sweep's log)."""
-    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    before = os.environ.get(key)
-    os.environ[key] = "false"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
-
-
 def load_cases(client: Any, run: Any) -> RunCases:
     """A run's cases as RunCases, from its record: ``run.json`` and ``cases.jsonl`` (``ragbench.record``). A run
     logged before the record is read from its MLflow run and its compact ``case_scores.json`` (or, older
@@ -150,21 +135,14 @@ def load_cases(client: Any, run: Any) -> RunCases:
             "dataset": tags.get("ragbench.dataset") or params.get("dataset.name") or "unknown",
             "dataset_sha256": tags.get("ragbench.dataset_sha256", ""),
             "topk": int(topk) if topk and str(topk).isdigit() else None, "metrics": dict(run.data.metrics),
-            "baseline": baseline_kind(tags)}
-    try:
-        names = {f.path for f in client.list_artifacts(holder)}
-    except Exception:  # noqa: BLE001 - any store or transport error: try the download, which names it
-        names = set()
-    if RUN_FILE in names:  # a ragbench-run/2 record: what the job was and found comes from the record itself
-        try:
-            record = RunRecord.from_json(_download(client, run, RUN_FILE))
-        except ValueError as exc:
-            raise ConfigError(f"run {rid}: {RUN_FILE} is not a readable record ({exc}); fix: rerun the job "
-                              "(its stage cache makes that cheap)") from None
+            "baseline": baseline_kind(tags), "params": dict(params)}  # a run logged before the record
+    names = _artifact_names(client, holder)
+    record = record_for_run(client, run, names)
+    if record is not None:  # a ragbench-run/2 record: what the job was and found comes from the record itself
         topk = (record.config.get("retrieval") or {}).get("topk")
         meta.update(dataset=record.dataset or meta["dataset"], metrics=dict(record.metrics) or meta["metrics"],
                     dataset_sha256=record.fingerprints.get("dataset_sha256", ""), baseline=baseline_kind(record.tags),
-                    topk=int(topk) if isinstance(topk, int) else meta["topk"])
+                    topk=int(topk) if isinstance(topk, int) else meta["topk"], params=record_params(record))
     elif SCORES_ARTIFACT in names:  # the layout before the record: its compact scores document
         text = _download(client, run, SCORES_ARTIFACT)
         try:
@@ -174,6 +152,33 @@ def load_cases(client: Any, run: Any) -> RunCases:
                               "its cases.jsonl holds the same numbers") from None
         return from_scores_document(doc, run_id=rid, source="mlflow", **meta)
     return from_rows(case_rows(_download(client, run, CASES_ARTIFACT), rid), run_id=rid, **meta)
+
+
+def _artifact_names(client: Any, holder: str) -> set[str]:
+    try:
+        return {f.path for f in client.list_artifacts(holder)}
+    except Exception:  # noqa: BLE001 - any store or transport error: the download that follows names it
+        return set()
+
+
+def record_for_run(client: Any, run: Any, names: set[str] | None = None) -> RunRecord | None:
+    """The record of an MLflow run, read by ``run_records.record_of`` (the one way from a run to its record)
+    from the artifact store, which holds the record's bytes (the job's output folder keeps a pointer:
+    docs/layout.md, "A job's life"); for a copy resume put in a later sweep, its origin's record. None for a
+    run logged before the record (no ``run.json``); a ConfigError naming the run when the file is not a
+    record. ``names``: the holder's artifact names, when the caller listed them already."""
+    if names is not None and RUN_FILE not in names:
+        return None
+    try:
+        return record_of(client, run)
+    except RecordError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def record_params(record: RunRecord) -> dict[str, str]:
+    """The record's config as dotted keys with text values: what its run logged as MLflow params
+    (``mlflow_sink.start_params``), read from the record itself."""
+    return {k: str(v) for k, v in flatten(dict(record.config)).items()}
 
 
 def case_rows(text: str, run_id: str) -> list[dict[str, Any]]:
@@ -196,7 +201,7 @@ def _download(client: Any, run: Any, artifact: str) -> str:
     rid = str(run.info.run_id)
     with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
         try:
-            with _quiet_downloads():
+            with quiet_downloads():
                 path = client.download_artifacts(cases_run_id(run), artifact, dst_path=tmp)
         except Exception as exc:  # noqa: BLE001 - any store or transport error: the run cannot be compared
             raise ConfigError(f"run {rid} ({run.info.run_name}): no {artifact} artifact ({type(exc).__name__}); "

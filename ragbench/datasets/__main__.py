@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from ragbench import session
 from ragbench.errors import RagbenchError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf" / "dataset"
@@ -149,6 +150,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
+    session.begin()  # the process's run state: the ledger an evalgen client books to (ragbench.session)
     parser = argparse.ArgumentParser(prog="python -m ragbench.datasets", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("download", help="fetch the official files into the cache ($RAGBENCH_CACHE)")

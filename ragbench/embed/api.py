@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError
-from ragbench.llm.client import LLMClient
+from ragbench.llm.endpoint import LLMEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -25,38 +26,28 @@ class APIEmbedder:
     def __init__(
         self,
         *,
-        model: str,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
+        endpoint: LLMEndpoint | None = None,
         batch_size: int = 64,
         dimensions: int | None = None,
         query_prefix: str = "",
         document_prefix: str = "",
-        timeout: float = 60.0,
-        num_retries: int = 3,
-        backoff_s: float = 1.0,
         shard: str | None = None,
+        **settings: Any,
     ) -> None:
+        """``endpoint`` with ``settings`` (``embedder.model``, ``api_base``, ``api_key_env``, ``timeout``,
+        ``num_retries``, ``backoff_s``: ragbench.llm.endpoint) over it; one request at a time."""
         if batch_size < 1:
             raise ConfigError(f"embedder.batch_size must be >= 1, got {batch_size}")
         if dimensions is not None and dimensions < 1:
             raise ConfigError(f"embedder.dimensions must be >= 1 or null, got {dimensions}")
-        self.model = model
+        endpoint = LLMEndpoint.of("embedder", endpoint, {**settings, "max_concurrency": 1}, max_tokens=None)
+        self.model = str(endpoint.model)
         self.batch_size = batch_size
         self.dimensions = dimensions
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.shard = parse_shard(shard)  # stages=encode: the slice of the corpus to encode (never in identity)
-        self.client = LLMClient(
-            model=model,
-            api_base=api_base,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            num_retries=num_retries,
-            backoff_s=backoff_s,
-            max_concurrency=1,
-            role="embedder",
-        )
+        self.client = endpoint.client()
         self._dim = dimensions
         self._lock = threading.Lock()
 

@@ -6,12 +6,14 @@ import logging
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragbench import interrupts
+from ragbench import interrupts, session
+from ragbench.embed import auto
 from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime
 from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError, ModelLoadError
@@ -21,10 +23,13 @@ from ragbench.weights import package_weights
 log = logging.getLogger(__name__)
 
 
-# The last loaded model, shared by every job of a sweep in this process that uses the same one
-# (loading MiniLM again per job cost ~0.5 s; one slot keeps memory at a single model).
-_LAST_MODEL: dict[tuple[str, str | None, int | None, str | None], object] = {}
-_LAST_MODEL_LOCK = threading.Lock()
+@dataclass
+class _LastModel:
+    """The last loaded model, shared by every job of the session that uses the same one (loading MiniLM
+    again per job cost ~0.5 s; one slot keeps memory at a single model): a cache of ``ragbench.session``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    models: dict[tuple[str, str | None, int | None, str | None], object] = field(default_factory=dict)
 
 
 def shared_model(source: str, device: str | None, max_seq_length: int | None,  # noqa: ANN201 - lazy import
@@ -32,9 +37,10 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None,  #
     """The SentenceTransformer for (source, device, max_seq_length), loaded once per process; with
     ``exported`` (an ONNX file), its transformer runs there through ``backend`` (ragbench.embed.onnx_backend)."""
     key = (source, device, max_seq_length, f"{backend}:{exported}" if exported else None)
-    with _LAST_MODEL_LOCK:
-        if key not in _LAST_MODEL:
-            _LAST_MODEL.clear()
+    last = session.current().caches.slot(__name__, _LastModel)
+    with last.lock:
+        if key not in last.models:
+            last.models.clear()
             with long_lived():
                 from sentence_transformers import SentenceTransformer
 
@@ -45,8 +51,8 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None,  #
                     swap_in(st, Path(exported), backend)
             if max_seq_length:
                 st.max_seq_length = max_seq_length
-            _LAST_MODEL[key] = st
-        return _LAST_MODEL[key]
+            last.models[key] = st
+        return last.models[key]
 
 
 def dimension(model: Any) -> int:
@@ -77,7 +83,7 @@ class SentenceTransformerEmbedder:
         document_prefix: str = "",
         max_seq_length: int | None = None,
         show_progress: bool = True,
-        backend: str = "torch",
+        backend: str = auto.AUTO,
         quantize: bool = False,
         shard: str | None = None,
     ) -> None:
@@ -92,7 +98,8 @@ class SentenceTransformerEmbedder:
         self.max_seq_length = max_seq_length
         self.show_progress = show_progress
         check_backend(backend, bool(quantize))
-        self.backend = backend  # torch, or the exported ONNX model run by onnxruntime / openvino
+        self.backend = backend  # auto, torch, or the exported ONNX model run by onnxruntime / openvino
+        self.choice: auto.Choice | None = None  # what backend=auto picked, once loaded
         self.quantize = bool(quantize)  # int8 dynamic quantisation of the exported model
         self.shard = parse_shard(shard)  # stages=encode: the slice of the corpus to encode (never in identity)
         self._source, self._revision = resolve_model(model, package)
@@ -108,10 +115,21 @@ class SentenceTransformerEmbedder:
 
     @property
     def backend_label(self) -> str:
-        """'' for torch (so keys made before backends existed still match), else '|backend=onnx[-qint8]'."""
-        if self.backend == "torch":
+        """'' for torch (so keys made before backends existed still match) and for auto (which runs only a
+        backend whose vectors equal torch's within ``auto.MIN_COSINE``: ragbench.embed.auto), else
+        '|backend=onnx[-qint8]'."""
+        if self.backend in ("torch", auto.AUTO):
             return ""
         return f"|backend={self.backend}{'-qint8' if self.quantize else ''}"
+
+    @property
+    def backend_choice(self) -> str:
+        """The ``ragbench.embedder_backend`` tag: the backend that encoded and why."""
+        if self.backend != auto.AUTO:
+            return f"{self.backend}{'-qint8' if self.quantize else ''}: set by embedder.backend"
+        if self.choice is None:
+            return "auto: not loaded (every vector came from the cache)"
+        return self.choice.tag
 
     def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         with self._lock:
@@ -121,6 +139,16 @@ class SentenceTransformerEmbedder:
 
     def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
         try:
+            if self.backend == auto.AUTO:
+                if self.choice is None:  # prepare may have chosen already
+                    self.choice = auto.choose(self._source, self._revision, device=self.device,
+                                              max_seq_length=self.max_seq_length)
+                    log.info("embedder.backend=auto: %s", self.choice.tag)
+                choice = self.choice
+                if choice.exported is None:
+                    return shared_model(self._source, self.device, self.max_seq_length)
+                return shared_model(self._source, self.device, self.max_seq_length, str(choice.exported),
+                                    choice.backend)
             if self.backend == "torch":
                 return shared_model(self._source, self.device, self.max_seq_length)
             require_runtime(self.backend)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragbench.generate.citations import parse_citations
 from ragbench.generate.prompts import AnswerPrompt, load_answer_prompt
-from ragbench.llm.client import LLMClient
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.types import Answer, Context, Query
 
 
@@ -22,52 +22,20 @@ class LLMGenerator:
     the same answers, so not part of ``identity``), polled every ``batch_poll_s`` seconds.
     """
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = 256,
-        timeout: float = 60.0,
-        num_retries: int = 3,
-        backoff_s: float = 1.0,
-        max_concurrency: int | None = 8,
-        prompt: str = "default",
-        dataset: str | None = None,
-        max_reply_chars: int = 100_000,
-        max_consecutive_failures: int = 5,
-        batch: bool = False,
-        batch_poll_s: float = 30.0,
-        batch_max_wait_s: float = 24 * 3600.0,
-    ) -> None:
-        self.model = model
+    def __init__(self, *, endpoint: LLMEndpoint | None = None, prompt: str = "default", dataset: str | None = None,
+                 **settings: Any) -> None:
+        """``endpoint``, with ``settings`` (the flat ``llm.*`` keys of an ``LLMEndpoint``) over it."""
+        ep = self.endpoint = LLMEndpoint.of("llm", endpoint, settings, batch=False)
+        self.model = str(ep.model)
         self.dataset = dataset
         self.prompt: AnswerPrompt = load_answer_prompt(prompt)
-        at = f",api_base={api_base}" if api_base else ""
+        at = f",api_base={ep.api_base}" if ep.api_base else ""
         self.identity = (
-            f"{model}(prompt={self.prompt.hash},temperature={temperature},max_tokens={max_tokens}"
+            f"{ep.model}(prompt={self.prompt.hash},temperature={ep.temperature},max_tokens={ep.max_tokens}"
             f"{at},dataset={dataset})"
         )
-        self.client = LLMClient(
-            model=model,
-            api_base=api_base,
-            api_key_env=api_key_env,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            num_retries=num_retries,
-            backoff_s=backoff_s,
-            max_concurrency=max_concurrency,
-            max_reply_chars=max_reply_chars,
-            max_consecutive_failures=max_consecutive_failures,
-            role="llm",
-            batch=bool(batch),
-            batch_poll_s=batch_poll_s,
-            batch_max_wait_s=batch_max_wait_s,
-        )
-        self.batch = bool(batch)
+        self.batch = bool(ep.batch)
+        self.client = ep.client(batch=self.batch)
 
     @property
     def max_concurrency(self) -> int:

@@ -13,10 +13,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ragbench.budget import LEDGER
 from ragbench.generate.citations import parse_citations
 from ragbench.generate.prompts import AnswerPrompt, load_answer_prompt
 from ragbench.llm.local.client import LLMContextError, LocalClient
+from ragbench.session import LEDGER
 from ragbench.types import Answer, Context, Query
 
 COST_BASIS = "local"
@@ -73,7 +73,7 @@ class LocalGenerator:
             f"max_tokens={max_tokens},dtype={dtype},context_overflow={context_overflow},"
             f"dataset={dataset})"
         )
-        self.max_concurrency = 1  # one model: the cases' requests are batched in rounds, not raced
+        self.max_concurrency = 1  # one model: the cases' requests are batched in waves, not raced
         self._truncated: set[str] = set()
         self._lock = threading.Lock()
 
@@ -117,7 +117,7 @@ class LocalGenerator:
         with self._lock:
             first = query.qid not in self._truncated
             self._truncated.add(query.qid)
-        if count and first:  # a case runs again after its round: counted once
+        if count and first:  # a question's prompt is fitted once per job: counted once
             LEDGER.truncated(self.client.role)
         return kept
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ragbench import session
 from ragbench.errors import ConfigError, RagbenchError
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from ragbench.budget import LEDGER, Budget
+    from ragbench.budget import Budget
     from ragbench.cache.replies import reply_store
     from ragbench.identity import job_hash
     from ragbench.judge.build import build_judges
@@ -174,15 +175,14 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
         try:
             tracker.log_params(run_id, start_params(record))
             writer = RecordWriter(Path(tmp), record)
-            LEDGER.start_job(Budget.from_config(cfg.get("budget")))
+            session.current().ledger.start_job(Budget.from_config(cfg.get("budget")))
             for judge in judges.values():
                 if hasattr(judge, "preflight"):
                     judge.preflight()
             model = next((str(j.model) for j in judges.values() if getattr(j, "model", None)), None)
             cal = calibrate(labels, judges, settings, judge_model=model, cache=cache)
             record = record_calibration(writer, record, labels, cal)
-            log_results(tracker, run_id, record, table=writer.table,
-                        config_yaml=OmegaConf.to_yaml(cfg, resolve=True))
+            log_results(tracker, run_id, record, table=writer.table)
             tracker.log_files(run_id, {CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)},
                               redacted=True)
             report(cal, f"{name} (run {run_id})")
@@ -256,16 +256,19 @@ def calibrate_command(args: Sequence[str]) -> int:
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S")
                 parent = tracker.start_run(run_name=f"calibration sweep {stamp}", tags={
                     "ragbench.role": "sweep", "ragbench.kind": "calibration", "ragbench.overrides": " ".join(args)})
+                session.current().parents.opened(f"calibration {stamp}", parent, tracker)  # closed on any way out
             tracker, _ = run_one(number, job, positional[0], parent, tracker)
         except ConfigError as exc:
             print(f"ragbench.judge: {exc}", file=sys.stderr)
             if parent is not None and tracker is not None:
+                session.current().parents.closing(parent)
                 tracker.end_run(parent, "FAILED")
             return 2
         except RagbenchError as exc:
             print(f"ragbench.judge: configuration #{number} ({' '.join(job)}) failed: {exc}", file=sys.stderr)
             failed += 1
     if parent is not None and tracker is not None:
+        session.current().parents.closing(parent)
         tracker.end_run(parent, "FAILED" if failed else "FINISHED")
     return 1 if failed else 0
 
@@ -275,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ragbench import offline
 
     offline.set_defaults()
+    session.begin()  # the process's run state: the ledger the judges book to (ragbench.session)
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] != "calibrate":
@@ -284,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return calibrate_command(args[1:])
     except KeyboardInterrupt:
+        session.current().parents.close_all("KILLED")  # the calibration sweep's parent run, if one is open
         print("ragbench.judge: interrupted", file=sys.stderr)
         return 130
 

@@ -26,6 +26,7 @@ from ragbench.generate.prompts import (
     require_str,
     resolve_prompt_file,
 )
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.metric_info import MetricInfo
 from ragbench.types import Context
 
@@ -174,6 +175,16 @@ class Tally:
         return {f"{self.prefix}/prompt_tokens": self.prompt_tokens,
                 f"{self.prefix}/completion_tokens": self.completion_tokens,
                 f"{self.prefix}/cost_usd": self.cost_usd, f"{self.prefix}/judge_failed": float(self.failed > 0)}
+
+
+def asking_endpoint(name: str, endpoint: LLMEndpoint | None, settings: Mapping[str, Any],
+                    parse_retries: int) -> LLMEndpoint:
+    """The endpoint of a judge that asks JSON questions (``judges.<name>``): ``endpoint`` (the judge-wide
+    ``judge.*`` keys, ragbench.judge.build) with ``settings`` (its node's flat ``LLMEndpoint`` keys, e.g. its
+    ``max_tokens``, 512 by default: a claim list needs room) over it; its ``parse_retries`` checked."""
+    if parse_retries < 0:
+        raise ConfigError(f"judges.{name}.parse_retries must be >= 0, got {parse_retries}")
+    return LLMEndpoint.of("judge", endpoint, settings, max_tokens=512)
 
 
 def ask(client: LLMClient, messages: list[dict[str, str]], parse: Callable[[str], T | None], tally: Tally, *,

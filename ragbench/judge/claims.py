@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragbench.errors import ConfigError
-from ragbench.judge.asking import Tally, ask, esc, load_prompts, references
+from ragbench.judge.asking import Tally, ask, asking_endpoint, esc, load_prompts, references
 from ragbench.judge.parsing import claims_parser, verdicts_parser
 from ragbench.judge.reference_free import PROMPT_KIND, VARIABLES, numbered_claims
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.metric_info import MetricInfo
 from ragbench.types import Answer, Context, Level, Query
 
@@ -90,33 +90,18 @@ class ClaimJudge:
     def __init__(
         self,
         *,
-        model: str,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = 512,
-        timeout: float = 60.0,
-        num_retries: int = 3,
-        backoff_s: float = 1.0,
-        max_concurrency: int = 8,
-        max_reply_chars: int = 100_000,
-        max_consecutive_failures: int = 5,
+        endpoint: LLMEndpoint | None = None,
         prompts: str = "default",
         parse_retries: int = 1,
+        **settings: Any,
     ) -> None:
-        if parse_retries < 0:
-            raise ConfigError(f"judges.claims.parse_retries must be >= 0, got {parse_retries}")
-        self.model = model
-        self.parse_retries = parse_retries
+        """See ``asking_endpoint``."""
+        ep = self.endpoint = asking_endpoint("claims", endpoint, settings, parse_retries)
+        self.model, self.parse_retries = str(ep.model), parse_retries
         self.prompt_set = load_prompts(prompts, kind=PROMPT_KIND, variables=VARIABLES)
-        self.identity = (f"claim-judge:{model}(prompts={self.prompt_set.hash},temperature={temperature},"
-                         f"max_tokens={max_tokens},parse_retries={parse_retries})")
-        from ragbench.llm.client import LLMClient  # (here: the METRICS table is read without the client)
-
-        self.client = LLMClient(model=model, api_base=api_base, api_key_env=api_key_env, temperature=temperature,
-                                max_tokens=max_tokens, timeout=timeout, num_retries=num_retries, backoff_s=backoff_s,
-                                max_concurrency=max_concurrency, max_reply_chars=max_reply_chars,
-                                max_consecutive_failures=max_consecutive_failures, role="judge")
+        self.identity = (f"claim-judge:{self.model}(prompts={self.prompt_set.hash},temperature={ep.temperature},"
+                         f"max_tokens={ep.max_tokens},parse_retries={parse_retries})")
+        self.client = ep.client()
 
     @property
     def score_keys(self) -> tuple[str, ...]:

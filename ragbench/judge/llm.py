@@ -25,7 +25,7 @@ from typing import Any
 from ragbench.errors import ConfigError
 from ragbench.judge.refusal import is_refusal
 from ragbench.judge.rubrics import JudgeRubrics, Rubric, load_rubrics, parse_verdict
-from ragbench.llm.client import LLMClient
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.llm.local import is_local
 from ragbench.llm.local.grammar import GRAMMAR
 from ragbench.types import Answer, Context, Query
@@ -49,17 +49,7 @@ class LLMJudge:
     def __init__(
         self,
         *,
-        model: str,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = 256,
-        timeout: float = 60.0,
-        num_retries: int = 3,
-        backoff_s: float = 1.0,
-        max_concurrency: int = 8,
-        max_reply_chars: int = 100_000,
-        max_consecutive_failures: int = 5,
+        endpoint: LLMEndpoint | None = None,
         rubrics: str = "default",
         dataset: str | None = None,
         metrics: Sequence[str] = METRICS,
@@ -67,16 +57,18 @@ class LLMJudge:
         pass_threshold: float = 3.0,
         allow_same_model: bool = False,
         generator_model: str | None = None,
-        batch: bool | None = None,
-        batch_poll_s: float = 30.0,
-        batch_max_wait_s: float = 24 * 3600.0,
         structured_output: bool | None = None,
+        **settings: Any,
     ) -> None:
+        """``endpoint`` (the judge-wide ``judge.*`` keys, ragbench.judge.build), with ``settings`` (flat
+        ``LLMEndpoint`` keys) over it."""
+        ep = self.endpoint = LLMEndpoint.of("judge", endpoint, settings)
+        model, temperature, max_tokens = str(ep.model), ep.temperature, ep.max_tokens
         if structured_output is not None and not isinstance(structured_output, bool):
             raise ConfigError(f"judge.structured_output must be true, false or null (on for an api_base or a "
                               f"local model), got {structured_output!r}")
         local = is_local(model)
-        self.structured = bool(api_base) or local if structured_output is None else structured_output
+        self.structured = bool(ep.api_base) or local if structured_output is None else structured_output
         self.constrained = "off" if not self.structured else GRAMMAR if local else "json_schema"
         unknown = sorted(set(metrics) - set(METRICS))
         if unknown or not metrics:
@@ -110,23 +102,8 @@ class LLMJudge:
             f"pass_threshold={pass_threshold},dataset={dataset}"
             f"{f',structured_output={self.constrained}' if self.structured else ''})"
         )
-        self.client = LLMClient(
-            model=model,
-            api_base=api_base,
-            api_key_env=api_key_env,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            timeout=timeout,
-            num_retries=num_retries,
-            backoff_s=backoff_s,
-            max_concurrency=max_concurrency,
-            max_reply_chars=max_reply_chars,
-            max_consecutive_failures=max_consecutive_failures,
-            role="judge",
-            batch=batch,  # judge.batch: the job's uncached verdict requests as provider batches (ragbench.llm.batch)
-            batch_poll_s=batch_poll_s,
-            batch_max_wait_s=batch_max_wait_s,
-        )
+        # judge.batch: the job's uncached verdict requests as provider batches (ragbench.llm.batch)
+        self.client = ep.client()
 
     def log_params(self) -> dict[str, Any]:
         """MLflow run params the config alone does not show (ragbench.protocols.LoggedParams; no cache key):

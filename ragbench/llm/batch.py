@@ -10,12 +10,8 @@ which polls the recorded batch instead of sending it again. Cost: litellm's batc
 A new batch is reserved against the budget before it is submitted (``ragbench.budget``); a resumed one
 was paid for by the run that submitted it, and is only booked.
 
-A job's rounds (:class:`Batching`, run by ``ragbench.pipeline``): the cases run with every LLM request
-that misses the reply cache *deferred* (``LLMClient.complete`` records it and raises :class:`Deferred`);
-the requests gathered from all cases go out as one batch per model (``flush``: the generation round,
-then the judge round), and the deferred cases run again, their replies now answered from the batch
-through the client's normal path (the same reply checks, parsing, caching and accounting). A case is
-run until no request of it is deferred: one round per dependent step (generation, then the judges).
+``BatchRunner`` is one of the two ways a job's wave of requests is answered (``ragbench.llm.wave``; the
+other is the local model, ``ragbench.llm.local.runner``).
 """
 
 from __future__ import annotations
@@ -24,22 +20,18 @@ import io
 import json
 import logging
 import re
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from ragbench import interrupts
-from ragbench.budget import LEDGER
 from ragbench.cache.store import StageCache, make_key
 from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm.deadline import DeadlinePassed, within
-from ragbench.llm.local import is_local
 from ragbench.llm.usage import max_cost_usd
 from ragbench.redact import mask_secrets
+from ragbench.session import LEDGER
 from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
@@ -52,11 +44,9 @@ BATCH_PROVIDERS = ("openai", "azure", "vertex_ai", "bedrock", "hosted_vllm", "mi
 DONE = {"completed"}
 FAILED = {"failed", "expired", "cancelled", "cancelling"}
 LOG_EVERY_S = 60.0  # a poll is logged when the batch's state changes, else at most this often
-MAX_ROUNDS = 50  # a case that still defers after this many rounds is a loop, not a chain of requests
 MAX_POLL_ERRORS = 5  # polls failing in a row (the provider unreachable) before the run gives up (resumable)
 MAX_WAIT_S = 24 * 3600.0  # <role>.batch_max_wait_s: how long one run polls a batch (the provider's window)
 _CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]{1,200})"')  # in a line that is not valid JSON
-T = TypeVar("T")
 
 
 def provider_of(model: str) -> str:
@@ -359,177 +349,3 @@ class BatchRunner:
         return BatchReply(text if isinstance(text, str) else None,
                           Usage(prompt_tokens=p, completion_tokens=c, cost_usd=batch_cost(self.model, p, c)),
                           None if isinstance(text, str) else "the result line has no reply text")
-
-
-# ---------------------------------------------------------------------------------------------- a job's rounds
-class Deferred(BaseException):
-    """Raised by ``LLMClient.complete`` in a batch round for a request whose reply is not in yet: the case
-    is put aside and run again once the round's batch is back. A BaseException, so that no ``except
-    Exception`` on the way (a judge's, the case runner's) records it as a failed case."""
-
-
-@dataclass(frozen=True)
-class _Pending:
-    client: Any  # the LLMClient that deferred it (ragbench.llm.client; not imported: no cycle)
-    body: dict[str, Any]
-    request: dict[str, Any]
-    cache_if: Callable[[str], bool] | None
-
-
-class Batching:
-    """One job's batch rounds: the requests deferred by its cases (``defer``), sent as one batch per
-    model and role (``flush``), and their replies (``take``) for the clients to answer the cases with.
-
-    ``default``: whether a client whose ``batch`` is None (an LLM judge without its own switch) defers.
-    Thread-safe: the pipeline runs cases in a pool."""
-
-    def __init__(self, *, default: bool = True, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.default = default
-        self.sleep = sleep
-        self._lock = threading.Lock()
-        self._pending: dict[tuple[Any, ...], dict[str, _Pending]] = {}
-        self._replies: dict[str, BatchReply] = {}
-        self._taken: set[str] = set()
-        self.batch_ids: list[str] = []
-        self.rounds = 0
-
-    def defers(self, client: Any) -> bool:
-        """Whether ``client``'s uncached requests wait for a batch."""
-        flag = getattr(client, "batch", None)
-        return self.default if flag is None else bool(flag)
-
-    def take(self, custom_id: str) -> tuple[BatchReply, bool] | None:
-        """The batch's reply to a request and whether this is its first use (a duplicate request of
-        another case is served like a cache hit: it was paid for once), or None."""
-        with self._lock:
-            reply = self._replies.get(custom_id)
-            if reply is None:
-                return None
-            first = custom_id not in self._taken
-            self._taken.add(custom_id)
-            return reply, first
-
-    def peek(self, custom_id: str) -> BatchReply | None:
-        """The reply a round brought for a request, without taking it."""
-        with self._lock:
-            return self._replies.get(custom_id)
-
-    def defer(self, client: Any, custom_id: str, body: Mapping[str, Any], request: Mapping[str, Any],
-              cache_if: Callable[[str], bool] | None = None) -> None:
-        """Adds a request to this round's batch of ``client``'s model and role (once per custom id)."""
-        group = (client.model, client.api_base, client.api_key_env, client.role)
-        with self._lock:
-            self._pending.setdefault(group, {}).setdefault(
-                custom_id, _Pending(client, dict(body), dict(request), cache_if))
-
-    def answered(self, custom_id: str) -> bool:
-        """Whether a batch of this job already brought a reply (or an error) for the request."""
-        with self._lock:
-            return custom_id in self._replies
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._pending.values())
-
-    def flush(self) -> None:
-        """Sends this round's requests, one batch per model and role, waits for them, and keeps the replies
-        (each client also writes them to its reply cache: a rerun is a cache hit)."""
-        with self._lock:
-            groups, self._pending = self._pending, {}
-        self.rounds += 1
-        for requests in groups.values():
-            client = next(iter(requests.values())).client
-            runner = client.batch_runner(sleep=self.sleep)
-            log.info("%s: batch round %d: %d requests to %s", client.role, self.rounds, len(requests), client.model)
-            replies = runner.run({cid: p.body for cid, p in requests.items()})
-            if runner.batch_id and runner.batch_id not in self.batch_ids:
-                self.batch_ids.append(runner.batch_id)
-            for cid, p in requests.items():
-                client.keep_batch_reply(p.request, replies[cid], p.cache_if)
-            with self._lock:
-                self._replies.update(replies)
-
-
-_ACTIVE: Batching | None = None
-
-
-def active() -> Batching | None:
-    """The batch rounds running in this process (``run_rounds``), or None: requests are sent at once."""
-    return _ACTIVE
-
-
-@contextmanager
-def rounds_of(batching: Batching) -> Iterator[Batching]:
-    """Makes ``batching`` the process's active rounds for the block (one job at a time per process)."""
-    global _ACTIVE
-    before, _ACTIVE = _ACTIVE, batching
-    try:
-        yield batching
-    finally:
-        _ACTIVE = before
-
-
-def job_batching(generator: Any, judges: Iterable[Any]) -> Batching | None:
-    """The job's batch rounds when its generator (``llm.batch``) or a judge (``judge.batch``) asks for them,
-    else None. An LLM judge without its own switch follows them: its provider is checked here, before
-    any case runs (one line for a provider without a batch API)."""
-    clients = [c for c in (getattr(x, "client", None) for x in (generator, *judges))
-               if c is not None and hasattr(c, "batch") and hasattr(c, "model")]
-    if not any(c.batch is True for c in clients):
-        return None
-    if all(is_local(c.model) for c in clients if c.batch is True):  # only local models (ragbench.llm.local):
-        return Batching(default=False)  # their rounds, and no provider batch for a judge that did not ask
-    switch = "llm.batch" if getattr(getattr(generator, "client", None), "batch", None) is True else "judge.batch"
-    for client in clients:
-        if client.batch is None:
-            check_provider(client.model, client.role, switch)
-    return Batching(default=True)
-
-
-def run_rounds(batching: Batching, run_case: Callable[[int], T], n: int, *, workers: int = 1) -> list[T]:
-    """Runs cases ``0..n-1`` in batch rounds: every case runs; a case that raised :class:`Deferred` runs
-    again after ``batching.flush()``, until none defers. Returns the results in case order (progress:
-    a log line per round and the batches' poll lines)."""
-    results: dict[int, T] = {}
-    todo = list(range(n))
-
-    def attempt(i: int) -> tuple[int, T | None]:
-        try:
-            return i, run_case(i)
-        except Deferred:
-            return i, None
-
-    with rounds_of(batching):
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-        with pool or nullcontext():
-            try:
-                _rounds(batching, attempt, todo, results, pool)
-            except BaseException:
-                if pool is not None:  # the cases not started yet are dropped, not run
-                    pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    return [results[i] for i in range(n)]
-
-
-def _rounds(batching: Batching, attempt: Callable[[int], tuple[int, T | None]], todo: list[int],
-            results: dict[int, T], pool: ThreadPoolExecutor | None) -> None:
-    n = len(todo)
-    while True:
-        deferred: list[int] = []
-        for i, result in (pool.map if pool else map)(attempt, todo):
-            if result is None:
-                deferred.append(i)
-            else:
-                results[i] = result
-        if not deferred:
-            break
-        if not batching.pending:  # a case deferred without a request to send: a bug, never a hang
-            raise LLMError(f"{len(deferred)} cases wait for a batch reply that no request asks for")
-        if batching.rounds >= MAX_ROUNDS:
-            raise LLMError(f"{len(deferred)} cases still wait for batch replies after {MAX_ROUNDS} "
-                           "rounds; fix: set llm.batch=false")
-        log.info("batch round %d: %d of %d cases wait for %d requests", batching.rounds + 1,
-                 len(deferred), n, batching.pending)
-        batching.flush()
-        todo = deferred

@@ -6,7 +6,6 @@ itself is never stored on the object, in the cache, in a log line or in an error
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -15,7 +14,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ragbench.budget import LEDGER
 from ragbench.cache.keys import reply_key
 from ragbench.cache.mode import CacheMode
 from ragbench.cache.replies import job_store
@@ -25,6 +23,7 @@ from ragbench.llm import batch as batching
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
 from ragbench.llm.deadline import DeadlinePassed, holding, within
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMConnectionError,
@@ -47,7 +46,9 @@ from ragbench.llm.usage import (
     usage_sum,
     usage_to_dict,
 )
+from ragbench.llm.wave import Wave
 from ragbench.redact import mask_secrets, register
+from ragbench.session import LEDGER
 from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ JOB_STORE = object()  # LLMClient(cache=...) default: the job's store (ragbench.
 class LLMClient:
     """Calls one model through litellm. ``role`` names the config node in messages (llm, judge...)."""
 
+    wave: Wave | None = None  # the job's wave its uncached requests join (ragbench.llm.wave.Wave.serving)
+
     def __new__(cls, *args: Any, **kwargs: Any) -> LLMClient:
         """A model string ``local`` or ``local/<reference>`` is served in process: a ``LocalClient``
         (ragbench.llm.local), wherever an LLMClient is built (judges, query rewriting, datasets generate)."""
@@ -70,77 +73,37 @@ class LLMClient:
             return super().__new__(LocalClient)
         return super().__new__(cls)
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float = 60.0,
-        num_retries: int = 3,
-        backoff_s: float = 1.0,
-        max_concurrency: int | None = 8,
-        max_reply_chars: int = 100_000,
-        max_consecutive_failures: int = 5,
-        role: str = "llm",
-        cache: StageCache | None | object = JOB_STORE,
-        batch: bool | None = None,
-        batch_poll_s: float = 30.0,
-        batch_max_wait_s: float = batching.MAX_WAIT_S,
-    ) -> None:
-        """``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``; None:
-        none); its ``cache.mode`` decides. Every reply is kept, budget or not, answers and verdicts too
+    def __init__(self, *, cache: StageCache | None | object = JOB_STORE, **settings: Any) -> None:
+        """``settings``: an ``LLMEndpoint``'s (ragbench.llm.endpoint; ``role`` names the config node in
+        messages). ``cache``: the store replies are kept in (default: the job's, ``ragbench.cache.replies``;
+        None: none); its ``cache.mode`` decides. Every reply is kept, budget or not, answers and verdicts too
         (the case runner also keeps them as stage records): a request already answered, in this sweep or
         an earlier one, is never sent again (unless ``cache.mode=refresh``). A judge prompt that does not
-        show the contexts is the same request in every job of a top-k sweep. ``batch``: in a job's batch
-        rounds (``ragbench.llm.batch``) True sends this client's uncached chat requests as provider
+        show the contexts is the same request in every job of a top-k sweep. ``batch``: in a job's waves
+        (``ragbench.llm.wave``) True sends this client's uncached chat requests as provider
         batches, False never, None as the job decides; ``batch_poll_s``: seconds between polls of a batch."""
-        if not model or not isinstance(model, str):
+        role = str(settings.pop("role", "llm"))
+        ep = self.endpoint = LLMEndpoint.of(role, None, settings, max_tokens=None)
+        if not ep.model or not isinstance(ep.model, str):
             raise ConfigError(f"{role}.model must be a litellm model string such as 'openai/gpt-4o-mini'")
-        self.auto_concurrency = max_concurrency is None  # null: the endpoint's slots, asked at preflight
-        max_concurrency = DEFAULT_CONCURRENCY if max_concurrency is None else max_concurrency
-        if max_concurrency < 1:
-            raise ConfigError(f"{role}.max_concurrency must be >= 1, got {max_concurrency}")
-        if timeout <= 0:
-            raise ConfigError(f"{role}.timeout must be > 0 seconds, got {timeout}")
-        for name, value, low in (("max_reply_chars", max_reply_chars, 1),
-                                 ("max_consecutive_failures", max_consecutive_failures, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{role}.{name} must be an integer >= {low}, got {value!r}")
-        if batch is not None and not isinstance(batch, bool):
-            raise ConfigError(f"{role}.batch must be true or false, got {batch!r}")
-        if isinstance(batch_poll_s, bool) or not isinstance(batch_poll_s, int | float) or not batch_poll_s > 0:
-            raise ConfigError(f"{role}.batch_poll_s must be a number of seconds > 0, got {batch_poll_s!r}")
-        if isinstance(batch_max_wait_s, bool) or not isinstance(batch_max_wait_s, int | float) or not (
-                0 < batch_max_wait_s < float("inf")):
-            raise ConfigError(f"{role}.batch_max_wait_s must be a number of seconds > 0, got {batch_max_wait_s!r}")
-        if batch:
-            batching.check_provider(model, role)  # a provider without a batch API: one line, at build time
-        if api_key_env and not os.environ.get(api_key_env):
-            raise ConfigError(
-                f"{role}.api_key_env names the environment variable {api_key_env}, which is not set\n"
-                f"  fix: export {api_key_env}=<your key> (any non-empty value for a server without auth), "
-                f"or set {role}.api_key_env=null to let litellm use the provider's default variable"
-            )
-        self.model = model
-        self.api_base = api_base
-        self.api_key_env = api_key_env
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.timeout = float(timeout)
-        self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
+        if ep.batch:
+            batching.check_provider(ep.model, role)  # a provider without a batch API: one line, at build time
+        self.auto_concurrency = ep.max_concurrency is None  # null: the endpoint's slots, asked at preflight
+        max_concurrency = DEFAULT_CONCURRENCY if ep.max_concurrency is None else ep.max_concurrency
+        self.model: str = ep.model
+        self.api_base, self.api_key_env = ep.api_base, ep.api_key_env
+        self.temperature, self.max_tokens, self.timeout = ep.temperature, ep.max_tokens, float(ep.timeout)
+        self.retry = RetryPolicy(num_retries=ep.num_retries, backoff_s=ep.backoff_s)
         self.max_concurrency = max_concurrency
         self.role = role
-        self.max_reply_chars = max_reply_chars
-        self.max_consecutive_failures = max_consecutive_failures
-        self.breaker = EndpointBreaker(max_consecutive_failures)
+        self.max_reply_chars = ep.max_reply_chars
+        self.max_consecutive_failures = ep.max_consecutive_failures
+        self.breaker = EndpointBreaker(ep.max_consecutive_failures)
         store = job_store() if cache is JOB_STORE else cache
         self.cache = ReplyCache(store, self._where()) if isinstance(store, StageCache) else None
-        self.batch = batch
-        self.batch_poll_s = float(batch_poll_s)
-        self.batch_max_wait_s = float(batch_max_wait_s)
+        self.batch = ep.batch
+        self.batch_poll_s = float(ep.batch_poll_s)
+        self.batch_max_wait_s = float(ep.batch_max_wait_s)
         self._slots = threading.BoundedSemaphore(max_concurrency)
         # litellm (~5 s) is imported by the first request (the preflight, before the case loop), so a
         # config error answers in about a second; its import time never enters a reply's latency.
@@ -156,20 +119,22 @@ class LLMClient:
         key_extra: Mapping[str, Any] | None = None,
         cache_if: Callable[[str], bool] | None = None,
         response_format: Mapping[str, Any] | None = None,
+        wave: Wave | None = None,
     ) -> Completion:
         """The reply to ``messages``; ``key_extra`` (e.g. a judge repeat index) enters the cache key.
 
         With ``cache_if``, only replies it accepts are stored or served from the cache. A judge does not
         use it: an unparseable verdict was paid for, so it is kept, and counted as failed each time it is
         read. ``response_format`` (an OpenAI ``json_schema`` response format) asks the endpoint for
-        structured output; it is sent as given and enters the cache key.
+        structured output; it is sent as given and enters the cache key. In a wave (``wave``, else the
+        one the client serves) a request the reply cache misses waits for the wave's batch.
         """
         request = self._request(messages, key_extra, response_format)
         msgs, params = request["messages"], request["params"]
         cache = self.cache
         start = time.perf_counter()
-        rounds = batching.active()
-        if rounds is not None and PREFLIGHT not in params:  # a job's batch rounds (ragbench.llm.batch)
+        rounds = wave or self.wave
+        if rounds is not None and PREFLIGHT not in params:  # a job's wave (ragbench.llm.wave)
             fed = self._from_batch(rounds, request, start)
             if fed is not None:
                 return fed
@@ -177,8 +142,10 @@ class LLMClient:
             cache_if is None or cache_if(e["text"]))) if cache is not None else None
         if hit is None and rounds is not None and PREFLIGHT not in params and rounds.defers(self):
             key = reply_key("chat", request)
-            rounds.defer(self, key, self._body(request), request, cache_if)
-            raise batching.Deferred(key)
+            rounds.wait(self, key, self._body(request), request, cache_if)  # until the wave's batch is in
+            fed = self._from_batch(rounds, request, start)
+            assert fed is not None  # the wave answered it (a reply or an error)
+            return fed
         if hit is not None:
             LEDGER.record(self.role, usage_from_cache(hit))  # saved, not spent (ragbench.budget)
             return Completion(
@@ -208,10 +175,10 @@ class LLMClient:
         )
 
     def gather(self, calls: Sequence[tuple[Any, ...]]) -> None:
-        """In a job's batch rounds: defers each of ``calls`` ((messages, key_extra, cache_if[,
+        """In a job's wave: defers each of ``calls`` ((messages, key_extra, cache_if[,
         response_format]): requests the caller is about to ``complete`` one after the other) that has no
-        reply yet, so that they go in the same batch; outside batch rounds, nothing."""
-        rounds = batching.active()
+        reply yet, so that they go in the same batch; outside a wave, nothing."""
+        rounds = self.wave
         if rounds is None or not rounds.defers(self):
             return
         for messages, key_extra, cache_if, *rest in calls:
@@ -241,7 +208,7 @@ class LLMClient:
         if cache_if is None or cache_if(text):
             self.cache.put("chat", request, {"text": text, "model": self.model, **usage_to_dict(reply.usage)})
 
-    def _from_batch(self, rounds: batching.Batching, request: Mapping[str, Any], start: float) -> Completion | None:
+    def _from_batch(self, rounds: Wave, request: Mapping[str, Any], start: float) -> Completion | None:
         """The reply a batch brought for ``request``, through the checks a sent request's reply gets (a
         request the batch failed raises as a failed call); None when no batch answered it."""
         taken = rounds.take(reply_key("chat", request))
@@ -501,12 +468,6 @@ class LLMClient:
                 raise cls(f"{message}; fix: {self._fix(cls)}") from None  # the chained original could carry the key
         self.breaker.success()
         return result, usage_sum(paid), attempts
-
-
-# LLMClient's signature is its __init__'s (inspect would read __new__'s *args, **kwargs): the callers that
-# pick an llm node's keys by it (ragbench.datasets.evalgen.cli) keep seeing the real keywords
-LLMClient.__signature__ = inspect.signature(LLMClient.__init__).replace(  # type: ignore[attr-defined]
-    parameters=list(inspect.signature(LLMClient.__init__).parameters.values())[1:])
 
 
 def _usable(cache_if: Callable[[str], bool] | None) -> Callable[[dict[str, Any]], bool]:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragbench.errors import BudgetExhaustedError, ConfigError, JobStopped
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.protocols import FusedRetriever, QueryTransform, Retriever
 from ragbench.query.rules import RULES, expand
 from ragbench.types import Query
@@ -86,10 +87,11 @@ class LLMTransform:
     name = ""
     prompt = ""
 
-    def __init__(self, *, client: Any) -> None:
-        self.client = client
+    def __init__(self, *, client: LLMEndpoint | Any) -> None:
+        """``client``: the endpoint of ``query.transform.client`` (or an LLM client made from one)."""
+        self.client = client.client() if isinstance(client, LLMEndpoint) else client
         self.failures = 0
-        self.max_concurrency = int(client.max_concurrency)  # an LLMClient (ragbench.llm.client)
+        self.max_concurrency = int(self.client.max_concurrency)  # an LLMClient (ragbench.llm.client)
 
     def fields(self) -> Mapping[str, Any]:
         """The prompt's fields besides the question."""
@@ -129,7 +131,7 @@ class MultiQuery(LLMTransform):
     lexical_ok = True
     prompt = MULTI_QUERY_PROMPT
 
-    def __init__(self, *, client: Any, n: int = 3) -> None:
+    def __init__(self, *, client: LLMEndpoint | Any, n: int = 3) -> None:
         n = integer("query.transform.n", n, lo=1, default=3)  # EasyRAG uses 3
         super().__init__(client=client)
         self.n = n

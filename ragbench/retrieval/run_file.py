@@ -127,6 +127,10 @@ class RunFileRetriever:
             return {"run_file": None}  # nothing to key: bind/build raise the named error
         return {"run_file": hashlib.sha256(self.path.read_bytes()).hexdigest()}
 
+    def prepare(self, queries: Sequence[Query], tree: Any) -> None:
+        """``ragbench.protocols.QueryBound``: its rankings are keyed by question id (``bind``)."""
+        self.bind(queries)
+
     def bind(self, queries: Sequence[Query]) -> None:
         """Which question each searched text is; two questions of one text must have one ranking."""
         run = self._read()

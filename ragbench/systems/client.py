@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ragbench.budget import LEDGER
 from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, LLMError
@@ -19,6 +18,7 @@ from ragbench.jsonio import NestedTooDeep, loads_bounded
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
 from ragbench.llm.deadline import DeadlinePassed, within
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.llm.errors import (
     LLMCircuitOpenError,
     LLMConnectionError,
@@ -30,6 +30,7 @@ from ragbench.llm.errors import (
 )
 from ragbench.llm.retry import RetryPolicy
 from ragbench.redact import mask_secrets
+from ragbench.session import LEDGER
 from ragbench.systems.records import RecordError, SystemRecord, parse_record
 from ragbench.types import Context, Query, Usage
 
@@ -64,6 +65,12 @@ def check_limits(timeout: Any, max_record_chars: Any) -> None:
                           f"e.g. system.max_record_chars={MAX_RECORD_CHARS} (the default)")
 
 
+def system_endpoint(endpoint: LLMEndpoint | None, settings: Mapping[str, Any]) -> LLMEndpoint:
+    """A system's endpoint: ``endpoint`` with ``settings`` (the flat ``system.*`` keys: timeout,
+    num_retries, backoff_s, max_concurrency, max_consecutive_failures, api_key_env) over it."""
+    return LLMEndpoint.of(ROLE, endpoint, settings, num_retries=2, max_concurrency=4)
+
+
 def fix_for(cls: type[LLMError]) -> str:
     return next((fix for c, fix in _FIXES.items() if issubclass(cls, c)), "see the error above")
 
@@ -80,17 +87,19 @@ def payload(query: Query, contexts: Sequence[Context] | None, params: Mapping[st
 class SystemClient:
     """One system's calls: ``call(ask, send)`` returns the record ``send`` produced (or the cached one)."""
 
-    def __init__(self, *, where: str, timeout: float = 60.0, num_retries: int = 2, backoff_s: float = 1.0,
-                 max_concurrency: int = 4, max_consecutive_failures: int = 5, cached: bool = True,
+    def __init__(self, endpoint: LLMEndpoint, *, where: str, cached: bool = True,
                  max_record_chars: int = MAX_RECORD_CHARS) -> None:
-        if max_concurrency < 1:
-            raise ConfigError(f"system.max_concurrency must be >= 1, got {max_concurrency}")
-        check_limits(timeout, max_record_chars)
+        """``endpoint``: the system's (``system_endpoint``): timeout, retries, bound, circuit breaker."""
+        max_concurrency = endpoint.max_concurrency
+        if max_concurrency is None:  # a system has no slots to ask
+            raise ConfigError("system.max_concurrency must be >= 1, got null; fix: e.g. system.max_concurrency=4")
+        check_limits(endpoint.timeout, max_record_chars)
+        self.endpoint = endpoint
         self.where = where
-        self.timeout = float(timeout)
+        self.timeout = float(endpoint.timeout)
         self.max_record_chars = max_record_chars
-        self.retry = RetryPolicy(num_retries=num_retries, backoff_s=backoff_s)
-        self.breaker = EndpointBreaker(max_consecutive_failures)
+        self.retry = RetryPolicy(num_retries=endpoint.num_retries, backoff_s=endpoint.backoff_s)
+        self.breaker = EndpointBreaker(endpoint.max_consecutive_failures)
         self.max_concurrency = max_concurrency
         store = job_store() if cached else None
         self.cache = ReplyCache(store, where) if isinstance(store, StageCache) else None

@@ -58,6 +58,10 @@ class SystemRetriever:
     def params(self) -> Mapping[str, Any]:
         return {"system": self.source.identity}
 
+    def prepare(self, queries: Sequence[Query], tree: ChunkTree) -> None:
+        """``ragbench.protocols.QueryBound``: the system is asked each question (``attach``)."""
+        self.attach(queries, tree)
+
     def attach(self, queries: Sequence[Query], tree: ChunkTree) -> None:
         """The job's questions and chunk tree; starts the job's session afresh."""
         self._queries = list(queries)

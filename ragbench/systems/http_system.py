@@ -25,6 +25,7 @@ from typing import Any
 
 from ragbench.errors import ConfigError
 from ragbench.llm import deadline
+from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.llm.errors import (
     LLMAuthError,
     LLMConnectionError,
@@ -34,7 +35,7 @@ from ragbench.llm.errors import (
     LLMTimeoutError,
 )
 from ragbench.redact import MASK, register
-from ragbench.systems.client import MAX_RECORD_CHARS, SystemClient, check_limits, payload
+from ragbench.systems.client import MAX_RECORD_CHARS, SystemClient, payload, system_endpoint
 from ragbench.systems.python_system import params_digest
 from ragbench.systems.records import SystemRecord
 from ragbench.types import Context, Query
@@ -97,33 +98,26 @@ class HttpSystem:
     kind = "http"
 
     def __init__(self, *, url: str | None = None, params: Mapping[str, Any] | None = None,
-                 identity: str | None = None, api_key_env: str | None = None, timeout: float = 60.0,
-                 num_retries: int = 2, backoff_s: float = 1.0, max_concurrency: int = 4,
-                 max_consecutive_failures: int = 5, max_record_chars: int = MAX_REPLY_BYTES,
-                 takes_contexts: bool = True) -> None:
+                 identity: str | None = None, max_record_chars: int = MAX_REPLY_BYTES, takes_contexts: bool = True,
+                 endpoint: LLMEndpoint | None = None, **settings: Any) -> None:
+        """``endpoint`` with ``settings`` (``system.api_key_env``, ``timeout``, ``num_retries``...) over it."""
         if not url or not str(url).startswith(("http://", "https://")):
             raise ConfigError(f"system=http needs system.url=http://host:port/path (got {url!r})")
         try:
             self.url, self.shown_url, self.basic_auth = split_credentials(str(url))
         except ValueError as exc:  # a port that is not a number, a bracket left open
             raise ConfigError(f"system.url is not a URL ({exc}); fix: system.url=http://host:port/path") from None
-        if api_key_env and not os.environ.get(api_key_env):
-            raise ConfigError(f"system.api_key_env names {api_key_env}, which is not set; fix: export it, or set "
-                              "system.api_key_env=null")
-        if api_key_env and self.basic_auth:
+        endpoint = system_endpoint(endpoint, settings)
+        if endpoint.api_key_env and self.basic_auth:
             raise ConfigError(f"system.url {self.shown_url} carries a user and password and system.api_key_env "
                               "is set too: both would be the Authorization header; fix: keep one of them")
-        check_limits(timeout, max_record_chars)
         self.params = dict(params or {})
-        self.api_key_env = api_key_env
+        self.api_key_env = endpoint.api_key_env
         self.max_record_chars = max_record_chars
         self.takes_contexts = takes_contexts
         # the URL without its credentials: a new password does not change the system's answers
         self.identity = f"{identity or 'http:' + self.url}|params={params_digest(self.params)}"
-        self.client = SystemClient(where=f"system at {self.shown_url}", timeout=timeout, num_retries=num_retries,
-                                   backoff_s=backoff_s, max_concurrency=max_concurrency,
-                                   max_consecutive_failures=max_consecutive_failures,
-                                   max_record_chars=max_record_chars)
+        self.client = SystemClient(endpoint, where=f"system at {self.shown_url}", max_record_chars=max_record_chars)
 
     def record(self, query: Query, contexts: Sequence[Context] | None = None) -> SystemRecord:
         return self.client.call(payload(query, contexts, self.params), self.identity, self._send)

@@ -19,7 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragbench.errors import ConfigError
-from ragbench.systems.client import MAX_RECORD_CHARS, SystemClient, SystemFunctionError, check_limits, payload
+from ragbench.llm.endpoint import LLMEndpoint
+from ragbench.systems.client import (
+    MAX_RECORD_CHARS,
+    SystemClient,
+    SystemFunctionError,
+    check_limits,
+    payload,
+    system_endpoint,
+)
 from ragbench.systems.records import SystemRecord
 from ragbench.types import Context, Query
 
@@ -56,13 +64,14 @@ class PythonSystem:
     kind = "python"
 
     def __init__(self, *, target: str | None = None, params: Mapping[str, Any] | None = None,
-                 identity: str | None = None, timeout: float = 60.0, num_retries: int = 2, backoff_s: float = 1.0,
-                 max_concurrency: int = 4, max_consecutive_failures: int = 5,
-                 max_record_chars: int = MAX_RECORD_CHARS) -> None:
+                 identity: str | None = None, max_record_chars: int = MAX_RECORD_CHARS,
+                 endpoint: LLMEndpoint | None = None, **settings: Any) -> None:
+        """``endpoint`` with ``settings`` (``system.timeout``, ``num_retries``...) over it."""
         if not target:
             raise ConfigError("system=python needs system.target=module:function (a callable returning "
                               "{qid?, answer, contexts})")
-        check_limits(timeout, max_record_chars)
+        endpoint = system_endpoint(endpoint, settings)
+        check_limits(endpoint.timeout, max_record_chars)
         self.target = target
         self.fn = load_target(target)
         self.params = dict(params or {})
@@ -75,10 +84,7 @@ class PythonSystem:
         self.takes_contexts = takes_any or "contexts" in accepts
         declared = identity or getattr(self.fn, "identity", None) or f"python:{target}"
         self.identity = f"{declared}|params={params_digest(self.params)}"
-        self.client = SystemClient(where=f"system {target}", timeout=timeout, num_retries=num_retries,
-                                   backoff_s=backoff_s, max_concurrency=max_concurrency,
-                                   max_consecutive_failures=max_consecutive_failures,
-                                   max_record_chars=max_record_chars)
+        self.client = SystemClient(endpoint, where=f"system {target}", max_record_chars=max_record_chars)
 
     def record(self, query: Query, contexts: Sequence[Context] | None = None) -> SystemRecord:
         if contexts is not None and not self.takes_contexts:

@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ragbench.session import current as current_session
 from ragbench.systems.matching import MatchedRecord
 
 
@@ -32,11 +33,16 @@ class Session:
         self.active = True
 
 
-_SESSIONS: dict[str, Session] = {}
-_LOCK = threading.Lock()
+@dataclass
+class _Sessions:
+    """Each system's session by identity, kept for the run session's later jobs (``ragbench.session``)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    by_identity: dict[str, Session] = field(default_factory=dict)
 
 
 def session(identity: str) -> Session:
-    """The session of the system named ``identity`` in this process."""
-    with _LOCK:
-        return _SESSIONS.setdefault(identity, Session())
+    """The session of the system named ``identity`` in this process's run session."""
+    sessions = current_session().caches.slot(__name__, _Sessions)
+    with sessions.lock:
+        return sessions.by_identity.setdefault(identity, Session())

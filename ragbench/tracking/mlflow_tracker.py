@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import math
@@ -11,14 +10,17 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+from ragbench import session
 from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
 from ragbench.redact import is_secret_key, redact_objs
@@ -53,17 +55,31 @@ def redact(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-_EXPERIMENT_IDS: dict[tuple[str, str], str] = {}  # (tracking uri, experiment name) -> id, for this process
+@dataclass
+class _Stores:
+    """The stores the session opened: a client per tracking URI (each new client re-opens and re-checks the
+    store), and each experiment's id by (URI, name): a cache of ``ragbench.session``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    clients: dict[str, Any] = field(default_factory=dict)
+    experiment_ids: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-@functools.lru_cache(maxsize=8)
+def _stores() -> _Stores:
+    return session.current().caches.slot(__name__, _Stores)
+
+
 def client_for(uri: str) -> Any:
-    """One MlflowClient per store and process: each new client re-opens and re-checks the store."""
-    store.prepare(uri)  # a sqlite store is created whole (under a lock) or named in a one-line error
-    with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
-        from mlflow import MlflowClient
+    """One MlflowClient per store and session: each new client re-opens and re-checks the store."""
+    stores = _stores()
+    with stores.lock:
+        if uri not in stores.clients:
+            store.prepare(uri)  # a sqlite store is created whole (under a lock) or named in a one-line error
+            with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
+                from mlflow import MlflowClient
 
-        return MlflowClient(tracking_uri=uri)  # opens (or creates and migrates) the store
+                stores.clients[uri] = MlflowClient(tracking_uri=uri)  # opens (or creates, migrates) the store
+        return stores.clients[uri]
 
 
 class MlflowTracker:
@@ -92,11 +108,11 @@ class MlflowTracker:
 
     def experiment_id(self) -> str:
         """The experiment's id, created (with artifacts under ``artifact_root``) when missing; looked up
-        once per store and process (every job of a sweep asks for it two or three times)."""
-        key = (self.uri, self.experiment)
-        if key not in _EXPERIMENT_IDS:
-            _EXPERIMENT_IDS[key] = self._experiment_id()
-        return _EXPERIMENT_IDS[key]
+        once per store and session (every job of a sweep asks for it two or three times)."""
+        key, ids = (self.uri, self.experiment), _stores().experiment_ids
+        if key not in ids:
+            ids[key] = self._experiment_id()
+        return ids[key]
 
     def _experiment_id(self) -> str:
         exp = self.client.get_experiment_by_name(self.experiment)
@@ -296,6 +312,13 @@ class MlflowTracker:
         self.client.log_artifacts(run_id, str(folder))
         if tables:
             self._list_tables(run_id, tables)
+
+    def stored_files(self, run_id: str) -> tuple[str, dict[str, int | None]]:
+        """(the run's artifact URI, each top-level artifact file's size as the store holds it; None where the
+        store does not say)."""
+        uri = str(self.client.get_run(run_id).info.artifact_uri)
+        return uri, {f.path: None if f.file_size is None else int(f.file_size)
+                     for f in self.client.list_artifacts(run_id) if not f.is_dir}
 
     def _list_tables(self, run_id: str, names: Sequence[str]) -> None:
         """The ``mlflow.loggedArtifacts`` tag with every table logged to the run (the UI's "View as table")."""

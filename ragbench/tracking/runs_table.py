@@ -7,7 +7,7 @@ import csv
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -16,6 +16,9 @@ from rich.text import Text
 
 from ragbench.metric_keys import find, sweep_columns, sweep_ranks
 from ragbench.tracking.run_names import short_items
+
+if TYPE_CHECKING:
+    from ragbench.tracking.run_records import RecordedRun
 
 # metric -> short column label for the terminal, most telling first: the columns the declarations supply
 # (``MetricInfo.columns``; the job's own top-k under one name, so in a top-k sweep these columns differ)
@@ -274,8 +277,8 @@ def sweep_keys_of(client: Any, runs: Sequence[Any]) -> list[str]:
     return swept_keys(split_overrides(overrides, " "))
 
 
-def mlflow_rows(runs: Sequence[Any]) -> list[dict[str, Any]]:
-    """``csv_text``'s input from MLflow runs."""
-    return [{"run_id": r.info.run_id, "run_name": r.info.run_name, "status": r.info.status,
-             "baseline": baseline_kind(r.data.tags), "params": dict(r.data.params),
-             "metrics": dict(r.data.metrics)} for r in runs]
+def record_rows(runs: Sequence[RecordedRun]) -> list[dict[str, Any]]:
+    """``csv_text``'s input from runs read with their records (``ragbench.tracking.run_records``): each
+    record's config and params, metrics and baseline kind; MLflow's run id and name."""
+    return [{"run_id": r.run_id, "run_name": r.run_name, "status": r.status,
+             "baseline": baseline_kind(r.tags), "params": dict(r.params), "metrics": dict(r.metrics)} for r in runs]

@@ -83,7 +83,7 @@ def test_compare_reads_the_record_and_the_layout_before_it(sweep, tmp_path):
     for run in jobs.values():
         rid = run.info.run_id
         names = {a.path for a in client.list_artifacts(rid)}
-        assert {RUN_FILE, "cases.jsonl", "cases_table.json", "config.yaml"} <= names and SCORES_ARTIFACT not in names
+        assert {RUN_FILE, "cases.jsonl", "cases_table.json"} <= names and SCORES_ARTIFACT not in names
         record = RunRecord.from_json(Path(client.download_artifacts(rid, RUN_FILE)).read_text())
         assert record.status == "FINISHED" and record.name == run.info.run_name
         assert record.metrics and all(run.data.metrics[k] == v for k, v in record.metrics.items())

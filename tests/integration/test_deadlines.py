@@ -87,7 +87,7 @@ def test_a_system_job_whose_every_case_times_out_ends_failed(tmp_path: Path) -> 
     run = _only_run(tmp_path)
     assert run.info.status == "FAILED" and run.data.metrics["system/failed"] == 2.0
     assert run.data.metrics["cases/failure_rate"] == 1.0
-    cases = [json.loads(line) for line in _record_file(run, tmp_path).read_text().splitlines()]
+    cases = [json.loads(line) for line in _record_file(run, tmp_path).splitlines()]
     assert [c.get("error_type") for c in cases] == ["LLMTimeoutError"] * 2
 
 
@@ -170,6 +170,9 @@ def _only_run(tmp_path: Path):  # type: ignore[no-untyped-def]
     return run
 
 
-def _record_file(run, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
-    (path,) = [p for p in tmp_path.rglob("cases.jsonl") if "mlruns" not in p.parts]  # the job's own record
-    return path
+def _record_file(run, tmp_path: Path) -> str:  # type: ignore[no-untyped-def]
+    """The job's cases.jsonl, read through the pointer its output folder keeps (``stored.json``)."""
+    from ragbench.tracking.mlflow_sink import output_files
+
+    (folder,) = [p.parent for p in tmp_path.rglob("stored.json") if "mlruns" not in p.parts]
+    return output_files(folder)["cases.jsonl"].decode()

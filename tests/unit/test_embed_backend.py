@@ -20,7 +20,7 @@ TORCH_IDENTITY = ("sentence-transformers:sentence-transformers/all-MiniLM-L6-v2@
 
 def test_torch_keeps_the_identity_of_index_keys_made_before_backends_existed():
     e = SentenceTransformerEmbedder()
-    assert e.backend == "torch" and not e.quantize
+    assert e.backend == "auto" and not e.quantize  # auto keeps torch's identity (tests/unit/test_embed_auto.py)
     assert e.identity == TORCH_IDENTITY.format(rev=e._revision)
 
 
@@ -34,17 +34,17 @@ def test_another_backend_is_part_of_the_identity(backend, quantize, suffix):
 
 
 def test_a_bad_backend_or_quantize_without_an_export_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"embedder.backend='tensorrt' is not one of torch, onnx, openvino"):
+    with pytest.raises(ConfigError, match=r"embedder.backend='tensorrt' is not one of auto, torch, onnx, openvino"):
         SentenceTransformerEmbedder(backend="tensorrt")
     with pytest.raises(ConfigError, match=r"embedder.quantize=true needs embedder.backend=onnx"):
         SentenceTransformerEmbedder(quantize=True)
 
 
-def test_the_default_config_is_torch_and_the_backend_is_a_param():
+def test_the_default_config_is_auto_and_the_backend_is_a_param():
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):
         default = compose(config_name="config")
         onnx = compose(config_name="config", overrides=["embedder.backend=onnx", "embedder.quantize=true"])
-    assert default.embedder.backend == "torch" and default.embedder.quantize is False
+    assert default.embedder.backend == "auto" and default.embedder.quantize is False
     assert onnx.embedder.backend == "onnx" and onnx.embedder.quantize is True
 
 

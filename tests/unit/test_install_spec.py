@@ -47,7 +47,7 @@ def test_readme_holds_the_three_commands_ci_runs():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     found = module.commands((REPO / "README.md").read_text(encoding="utf-8"))
-    assert found == {"install": "pip install -e '.[dev]'", "quick": 'python -m pytest -q -m "not slow" tests/unit',
+    assert found == {"install": "pip install -e '.[dev]' && python -m ragbench.embed prepare", "quick": 'python -m pytest -q -m "not slow" tests/unit',
                      "test": "python -m pytest -q -n auto --dist loadfile"}
     ci = (REPO / ".ci" / "run").read_text()
     assert "readme_commands.py install" in ci and "readme_commands.py test" in ci and "python -m venv" in ci

@@ -6,9 +6,11 @@ tests/integration."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import signal
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,9 +22,10 @@ from ragbench.errors import ConfigError, JobStopped, Reported
 from ragbench.interrupts import Interrupted
 from ragbench.job import Job
 from ragbench.judge.lexical import LexicalJudge
-from ragbench.record import RUN_FILE, RunRecord
+from ragbench.record import RUN_FILE, STORED_FILE, RunRecord, folder_files
 from ragbench.tracking.mlflow_sink import mlflow_tags
 from ragbench.tracking.run_tags import component_params, component_tags
+from tests.fixtures import record_runs
 
 
 class RecordingTracker:
@@ -64,8 +67,14 @@ class RecordingTracker:
     def log_curves(self, run_id: str, curves: Mapping[str, Any]) -> None:
         pass
 
+    uri = "sqlite:///mlruns/mlflow.db"
+
     def log_folder(self, run_id: str, folder: Any) -> None:
-        self.files = sorted(p.name for p in folder.iterdir())
+        self.artifacts = {p.name: p.read_bytes() for p in folder.iterdir()}
+        self.files = sorted(self.artifacts)
+
+    def stored_files(self, run_id: str) -> tuple[str, dict[str, int]]:
+        return f"mem://{run_id}", {name: len(data) for name, data in self.artifacts.items()}
 
     def log_table(self, run_id: str, rows: Any, name: str) -> None:
         self.table = list(rows)
@@ -88,8 +97,10 @@ def _raise(exc: BaseException):
 
 
 def _finish(job: Job, components: Any) -> Mapping[str, float]:
-    job.scored = True
-    return {"answer/f1": 0.75}
+    job.scored = True  # the results in the record, as Job.finished puts them: the objective reads them there
+    job.record = dataclasses.replace(job.record, metrics={"answer/f1": 0.75})
+    job.tracker.log_metrics(str(job.run_id), job.record.metrics)  # and in its run (log_results)
+    return {"answer/f1": 0.5}  # what work returns is not the objective
 
 
 # exit path -> (work, run status, in a sweep: objective or exception; alone: the exception on its way up)
@@ -134,13 +145,16 @@ def test_every_exit_path_ends_the_run_once_with_its_status(tmp_path, path, multi
     # a job that failed before scoring logs 0 for its answer scores (RagbenchError only: a bug has no figures)
     assert (tracker.metrics.get("answer/f1") == 0.0) == (path == "RagbenchError")
     # the record's end is in its file and was logged, whatever the way out
-    record = RunRecord.from_json((tmp_path / "record" / RUN_FILE).read_text())
+    record = _record(tmp_path, tracker)
     assert record.status == status and record.job_hash == "h" * 16 and record.config["dataset"]["name"] == "d"
     assert tracker.files == ["cases.jsonl", "run.json"]
+    assert sorted(p.name for p in (tmp_path / "record").iterdir()) == [STORED_FILE]  # stored once: a pointer
 
 
-def _record(tmp_path) -> RunRecord:
-    return RunRecord.from_json((tmp_path / "record" / RUN_FILE).read_text())
+def _record(tmp_path, tracker: Any) -> RunRecord:
+    """The job's record, read from its output folder (a pointer to the artifacts the tracker holds)."""
+    files = folder_files(tmp_path / "record", lambda pointer, name: tracker.artifacts[name])
+    return RunRecord.from_json(files[RUN_FILE])
 
 
 def _logged_tags(tracker: Any) -> dict[str, Any]:
@@ -155,7 +169,7 @@ def test_the_record_holds_every_tag_and_score_its_run_gets(tmp_path, path):
     tracker: Any = job.tracker
     with contextlib.suppress(BaseException):
         job.run(PATHS[path][0], COMPONENTS)  # type: ignore[arg-type]
-    record = _record(tmp_path)
+    record = _record(tmp_path, tracker)
     assert _logged_tags(tracker) == mlflow_tags(record)
     assert {"ragbench.role", "ragbench.overrides", "ragbench.job_hash", "ragbench.stages"} <= set(record.tags)
     assert tracker.metrics == dict(record.metrics)
@@ -181,7 +195,7 @@ def test_a_wrong_objective_name_is_one_line_and_keeps_the_finished_run(tmp_path)
         job.run(_finish, COMPONENTS)  # type: ignore[arg-type]
     assert tracker.ended == [("run-1", "FINISHED")]
     assert "objective='answer/nope'" in tracker.tags["ragbench.error"]
-    record = _record(tmp_path)  # the record says it too, its figures standing
+    record = _record(tmp_path, tracker)  # the record says it too, its figures standing
     assert record.status == "FINISHED" and record.tags["ragbench.error"] == tracker.tags["ragbench.error"]
 
 
@@ -246,12 +260,15 @@ def test_the_job_life_reads_top_to_bottom_in_one_short_module():
 
 
 class ResumingTracker(RecordingTracker):
-    """A store holding one FINISHED run of the job: a ``stages=encode`` run whose shard went to ``key``."""
+    """A store holding one FINISHED run of the job (``old``), its record with ``tags`` (a ``stages=encode``
+    run: its shard's key) and ``metrics``, kept under ``root`` (``tests.fixtures.record_runs``)."""
 
-    def __init__(self, tags: Mapping[str, str]) -> None:
+    def __init__(self, tags: Mapping[str, str], root: Path,
+                 metrics: Mapping[str, float] | None = None) -> None:
         super().__init__()
-        self.done = SimpleNamespace(info=SimpleNamespace(run_id="old"), data=SimpleNamespace(tags=dict(tags),
-                                                                                             metrics={}))
+        self.done = record_runs.run("old", tags=tags)
+        self.client = record_runs.RecordClient(root)
+        self.client.put("old", record_runs.record(tags=dict(tags), metrics=metrics, job_hash="h" * 16))
         self.copies: list[str] = []
 
     def finished_runs_of(self, job_hash: str) -> list[Any]:
@@ -278,7 +295,7 @@ def test_resume_follows_the_cache_for_an_encode_job(tmp_path, caplog, tags, in_c
         (cache / "index_shard" / ("k" * 16)).mkdir(parents=True)
         (cache / "index_shard" / ("k" * 16) / "manifest.json").write_text("{}")
     cfg = OmegaConf.merge(CFG, {"objective": None, "cache": {"dir": str(cache)}})
-    tracker = ResumingTracker(tags)
+    tracker = ResumingTracker(tags, tmp_path / "artifacts")
     job = Job(cfg, tracker, name="#0 x", parent="p", multirun=True,  # type: ignore[arg-type]
               folder=tmp_path / "record")
     with caplog.at_level("INFO"):

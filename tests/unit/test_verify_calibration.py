@@ -187,6 +187,11 @@ class Store:
     def log_folder(self, run_id: str, folder: Any) -> None:
         self.files.update({p.name: p.read_bytes() for p in folder.iterdir()})
 
+    uri = "sqlite:///mlruns/mlflow.db"
+
+    def stored_files(self, run_id: str) -> tuple[str, dict[str, int]]:
+        return f"mem://{run_id}", {name: len(data or b"") for name, data in self.files.items()}
+
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> CalibrationRun:
@@ -202,7 +207,7 @@ def recorded(tmp_path_factory) -> CalibrationRun:
     store.log_params("r2", start_params(record))
     writer = RecordWriter(tmp_path_factory.mktemp("record"), record)
     record = record_calibration(writer, record, LABELS, cal)
-    log_results(store, "r2", record, table=writer.table, config_yaml="")  # type: ignore[arg-type]
+    log_results(store, "r2", record, table=writer.table)  # type: ignore[arg-type]
     store.log_files("r2", {CALIBRATION_ARTIFACT: json.dumps(cal.summary(), indent=1)})
     writer.finish(record.ended("FINISHED"))
     log_files(store, "r2", writer.folder)  # type: ignore[arg-type]

@@ -3,7 +3,6 @@ and its chunk tree, run the generation, write the set and print what was kept an
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 from collections import Counter, defaultdict
@@ -73,20 +72,20 @@ def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], dic
 
 
 def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> LLMClient:
-    """An LLMClient from an ``llm``-style node (the same keys, retries, cache and key handling as jobs)."""
-    from ragbench.llm.client import LLMClient
+    """The LLMClient of an ``llm``-style node's ``LLMEndpoint`` (the same keys, retries, cache and key
+    handling as jobs), with ``overrides`` (the critic's) over it; ``llm=local``: the local client, which
+    also takes the node's local keys (device, dtype...)."""
+    from ragbench.llm.endpoint import SETTINGS, LLMEndpoint
 
-    accepted = set(inspect.signature(LLMClient).parameters) - {"role"}
-    kwargs = {k: node[k] for k in node if k in accepted}
-    if node.get("_target_") == LOCAL_TARGET:  # llm=local: the local client, with the node's local keys
+    settings = {k: node[k] for k in node if k in SETTINGS}
+    settings.update(overrides or {})
+    local: dict[str, Any] = {}
+    if node.get("_target_") == LOCAL_TARGET:
         from ragbench.llm.local import local_model
 
-        kwargs = {k: node[k] for k in node if k != "_target_" and k not in ("prompt", "dataset")}
-        kwargs.update(overrides or {})
-        kwargs["model"] = local_model(kwargs.get("model"))  # the critic's too (critic.model: ${llm.model})
-        return LLMClient(**kwargs, role=role)
-    kwargs.update(overrides or {})
-    return LLMClient(**kwargs, role=role)
+        local = {k: node[k] for k in node if k not in SETTINGS and k not in ("_target_", "prompt", "dataset")}
+        settings["model"] = local_model(settings.get("model"))  # the critic's too (critic.model: ${llm.model})
+    return LLMEndpoint.of(role, None, settings, max_tokens=None).client(**local)
 
 
 def _progress() -> Any:

@@ -2,8 +2,8 @@
 
 ``source`` finds the weights (a GGUF file, a model folder, an installed package's bundled model or a hub
 id) and checks them before anything loads; ``engine`` loads a model once per process and generates a
-batch; ``runner`` answers a job's batch round (``ragbench.llm.batch``) with it; ``client`` is the
-``LLMClient`` that sends its requests to that runner (same reply cache, ledger and rounds); ``grammar``
+batch; ``runner`` answers a job's wave of requests (``ragbench.llm.wave``) with it; ``client`` is the
+``LLMClient`` that sends its requests to that runner (same reply cache, ledger and waves); ``grammar``
 decodes a graded verdict under its schema (``{"score": <allowed>}``) instead of generating it.
 Nothing here imports torch or transformers at import time.
 """

@@ -1,9 +1,9 @@
 """LocalClient: the ``LLMClient`` whose requests a local model answers, through the client's own paths.
 
-Every uncached request is deferred into a batch round (``ragbench.llm.batch``), as a provider batch's
-would be, and the round is answered by ``LocalRunner``: the same reply cache (``reply_key``), the same
-reply checks, parsing and ledger. A request made outside a job's rounds (``python -m ragbench.judge
-calibrate``, ``datasets generate``, a query rewrite before the cases) runs in a round of its own. The
+Every uncached request waits for its wave (``ragbench.llm.wave``), as a provider batch's would, and the
+wave is answered by ``LocalRunner``: the same reply cache (``reply_key``), the same reply checks, parsing
+and ledger. A request made outside a job's waves (``python -m ragbench.judge calibrate``, ``datasets
+generate``, a query rewrite before the cases) runs in a wave of its own. The
 weights are found when the client is built (a bad path is one line at build time) and loaded once per
 process, on first use or at the preflight.
 """
@@ -18,19 +18,17 @@ from typing import Any
 
 from ragbench.cache.keys import reply_key
 from ragbench.errors import ConfigError, LLMError
-from ragbench.llm import batch as batching
+from ragbench.llm.batch import BatchReply
 from ragbench.llm.client import JOB_STORE, LLMClient, Message
 from ragbench.llm.local.engine import LocalModel, load
 from ragbench.llm.local.runner import LocalRunner
 from ragbench.llm.local.source import resolve
 from ragbench.llm.replies import Completion
+from ragbench.llm.wave import Wave
 
 OVERFLOW = ("truncate_contexts", "refuse")
-REQUEST = "_request"  # the key of a round line's request (LocalClient._body)
-
-
-_SOLO: set[batching.Batching] = set()  # the rounds of one request made outside a job's rounds
-_SOLO_TURN = threading.Lock()  # one such round at a time
+REQUEST = "_request"  # the key of a wave line's request (LocalClient._body)
+_SOLO_TURN = threading.Lock()  # a request made outside a job's waves: one such wave at a time
 
 
 class LLMContextError(LLMError):
@@ -80,7 +78,7 @@ class LocalClient(LLMClient):
             batch=False,
         )
         self.batch = (
-            True  # every uncached request waits for the round (ragbench.llm.batch): batched generation
+            True  # every uncached request waits for the wave (ragbench.llm.wave): batched generation
         )
         self.max_new_tokens = int(max_tokens or 256)
         self.top_p = float(top_p)
@@ -145,33 +143,25 @@ class LocalClient(LLMClient):
         *,
         key_extra: Mapping[str, Any] | None = None,
         cache_if: Callable[[str], bool] | None = None,
+        wave: Wave | None = None,
         **extra: Any,
     ) -> Completion:
-        """The reply, from the cache or the model; outside a job's rounds, in a round of its own (one at
+        """The reply, from the cache or the model; outside a job's waves, in a wave of its own (one at
         a time: callers in several threads, ``calibrate``'s workers, take turns at the one model)."""
-        active = batching.active()
-        if active is not None and active not in _SOLO:  # a job's rounds (ragbench.pipeline)
-            return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
+        if wave is not None or self.wave is not None:  # a job's wave (ragbench.pipeline)
+            return super().complete(messages, key_extra=key_extra, cache_if=cache_if, wave=wave, **extra)
         with _SOLO_TURN:
-            rounds = batching.Batching(default=False)
-            _SOLO.add(rounds)
-            try:
-                with batching.rounds_of(rounds):
-                    try:
-                        return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
-                    except batching.Deferred:
-                        rounds.flush()
-                    return super().complete(messages, key_extra=key_extra, cache_if=cache_if, **extra)
-            finally:
-                _SOLO.discard(rounds)
+            solo = Wave(default=False)
+            return solo.run([lambda: super(LocalClient, self).complete(
+                messages, key_extra=key_extra, cache_if=cache_if, wave=solo, **extra)])[0]
 
     def _body(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """A round's line: the request itself rides along, so the runner keeps each reply in the reply
+        """A wave's line: the request itself rides along, so the runner keeps each reply in the reply
         cache the moment its batch is done (Ctrl-C then loses no finished batch)."""
         return {**super()._body(request), REQUEST: dict(request)}
 
     def keep_batch_reply(
-        self, request: Mapping[str, Any], reply: batching.BatchReply, cache_if: Callable[[str], bool] | None
+        self, request: Mapping[str, Any], reply: BatchReply, cache_if: Callable[[str], bool] | None
     ) -> None:
         """Kept already, by the runner, when its batch was done."""
         key = reply_key("chat", request)
@@ -180,7 +170,7 @@ class LocalClient(LLMClient):
         if not done:
             super().keep_batch_reply(request, reply, cache_if)
 
-    def kept(self, request: Mapping[str, Any], reply: batching.BatchReply, seconds: float) -> None:
+    def kept(self, request: Mapping[str, Any], reply: BatchReply, seconds: float) -> None:
         """Keeps a reply as its batch is done (the runner calls it); ``seconds``: the batch's generation,
         the request's latency."""
         super().keep_batch_reply(request, reply, None)
@@ -189,11 +179,11 @@ class LocalClient(LLMClient):
             self._latency[reply_key("chat", request)] = seconds
 
     def batch_runner(self, *, sleep: Callable[[float], None] = time.sleep) -> Any:
-        """The runner answering a round's requests with the local model."""
+        """The runner answering a wave's requests with the local model."""
         return LocalRunner(self)
 
     def _from_batch(
-        self, rounds: batching.Batching, request: Mapping[str, Any], start: float
+        self, rounds: Wave, request: Mapping[str, Any], start: float
     ) -> Completion | None:
         reply = rounds.peek(reply_key("chat", request))
         if reply is not None and reply.text is None and reply.stopped is None:

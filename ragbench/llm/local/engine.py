@@ -14,9 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ragbench import session
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.llm.local.grammar import Graded, Plan, pick, plan
 from ragbench.llm.local.source import EXTRA, ModelSource, check_memory, inspect_weights
@@ -24,8 +25,6 @@ from ragbench.llm.local.source import EXTRA, ModelSource, check_memory, inspect_
 log = logging.getLogger(__name__)
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DEVICES = ("auto", "cpu", "cuda")
-_lock = threading.Lock()
-_models: dict[tuple[str, str, str], LocalModel] = {}
 
 
 @dataclass(frozen=True)
@@ -287,14 +286,28 @@ def load(
 
         torch.set_num_threads(threads)
     key = (source.name, where, kind)
-    with _lock:
-        model = _models.get(key)
+    models = _models()
+    with models.lock:
+        model = models.by_key.get(key)
         if model is None:
-            model = _models[key] = LocalModel(source, device=where, dtype=kind, role=role)
+            model = models.by_key[key] = LocalModel(source, device=where, dtype=kind, role=role)
     return model
 
 
+@dataclass
+class _Models:
+    """The local models the session has loaded, kept for its later jobs (a cache of ``ragbench.session``)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    by_key: dict[tuple[str, str, str], LocalModel] = field(default_factory=dict)
+
+
+def _models() -> _Models:
+    return session.current().caches.slot(__name__, _Models)
+
+
 def loaded() -> list[LocalModel]:
-    """The models this process has loaded (benchmarks, tests)."""
-    with _lock:
-        return list(_models.values())
+    """The models this session has loaded (benchmarks, tests)."""
+    models = _models()
+    with models.lock:
+        return list(models.by_key.values())

@@ -1,7 +1,7 @@
-"""A job's batch round answered by a local model: the round's requests (``ragbench.llm.batch.Batching.flush``)
+"""A job's wave answered by a local model: the wave's requests (``ragbench.llm.wave.Wave.flush``)
 generated in batches of ``batch_size``, grouped by prompt length (sorted, so each batch pads little), left
 padded. Each batch is a safe point (``ragbench.interrupts``) and its replies are kept in the reply cache as
-soon as it is done, so Ctrl-C during a long round stops after the batch in flight and a rerun resumes from
+soon as it is done, so Ctrl-C during a long wave stops after the batch in flight and a rerun resumes from
 the cache. Every request is reserved and settled in the ledger (cost 0: ``ragbench.cost_basis=local``),
 with the generation seconds and tokens (``time/generate_s``, ``llm/tokens_per_s``).
 """
@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragbench import interrupts
-from ragbench.budget import LEDGER
 from ragbench.errors import LLMError
 from ragbench.llm.batch import BatchReply
 from ragbench.llm.local.grammar import Plan, graded_field
+from ragbench.session import LEDGER
 from ragbench.types import Usage
 
-REQUEST = "_request"  # ragbench.llm.local.client.REQUEST: the request a round's line carries
+REQUEST = "_request"  # ragbench.llm.local.client.REQUEST: the request a wave's line carries
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

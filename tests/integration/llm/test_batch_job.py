@@ -53,10 +53,11 @@ BATCH = ("llm.batch=true", "llm.batch_poll_s=0.05")
 def _job(overrides: list[str], tmp_path: Path) -> tuple[Any, dict[str, float], list[str]]:
     """One job in-process as ``ragbench.app`` runs it (preflight, pipeline, the ledger's accounting), its
     preflight replies cached first (so the job books only its cases' requests): (result, metrics, batch ids)."""
-    from ragbench.budget import LEDGER, Budget, accounting_metrics
+    from ragbench.budget import Budget, accounting_metrics
     from ragbench.build import build
     from ragbench.outcome import preflight
     from ragbench.pipeline import Pipeline
+    from ragbench.session import LEDGER
     from tests.fixtures.jobs import compose_cfg
 
     components, cache = build(compose_cfg(overrides, tmp_path))

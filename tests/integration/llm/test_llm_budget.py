@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from ragbench.budget import LEDGER, Budget, accounting_metrics
+from ragbench.budget import Budget, accounting_metrics
 from ragbench.errors import BudgetExhaustedError
 from ragbench.llm.client import LLMClient
+from ragbench.session import LEDGER
 from tests.fixtures.llm_server import LLMServer, Step
 
 QUESTIONS = 4

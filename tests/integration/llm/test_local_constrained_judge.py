@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragbench.judge.rubrics import load_rubrics
+from ragbench.tracking.mlflow_sink import output_files
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -37,9 +38,9 @@ def test_the_bundled_judge_under_its_grammar_gives_a_valid_verdict_for_every_cas
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    record = tmp_path / "run" / "record"
-    run = json.loads((record / "run.json").read_text())
-    cases = [json.loads(x) for x in (record / "cases.jsonl").read_text().splitlines() if x.strip()]
+    files = output_files(tmp_path / "run" / "record")  # through the pointer the output folder keeps
+    run = json.loads(files["run.json"])
+    cases = [json.loads(x) for x in files["cases.jsonl"].decode().splitlines() if x.strip()]
     assert run["status"] == "FINISHED" and run["params"]["judge/structured_output"] == "grammar"
     rubrics = load_rubrics("default")
     accuracy = set(rubrics.accuracy_for("qasper").scores)

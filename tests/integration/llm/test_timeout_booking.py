@@ -5,8 +5,9 @@ with the server's own usage."""
 
 from __future__ import annotations
 
-from ragbench.budget import LEDGER, Budget, accounting_metrics
+from ragbench.budget import Budget, accounting_metrics
 from ragbench.llm.client import LLMClient
+from ragbench.session import LEDGER
 from tests.fixtures.llm_server import Step
 
 PROMPT = "Summarise the meeting notes of Tuesday in one short sentence, please, for the weekly report."

@@ -3,6 +3,7 @@ question's gold, hits with gold flags, contexts, answers and judge reasoning, ev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -40,12 +41,17 @@ def report():
     b = [_row("q0", ["c2", "c1", "c3"], "Paris", 1.0, topk=3), _row("q1", ["c3", "c2", "c1"], "Rome", 0.0, topk=3),
          _row("q2", ["c3", "c2", "c1"], "no idea", 0.0, topk=3)]
     o = [_row(q, ["c1"], "Paris", 1.0, topk=1) for q in ("q0", "q1", "q2")]
+    def config(topk: int, retriever: str = "bm25.BM25") -> dict[str, str]:  # a record's config, dotted
+        return {"dataset.name": "locomo", "retrieval.topk": str(topk),
+                "retrieval.retriever._target_": f"ragbench.retrieval.{retriever}"}
+
     runs = [from_rows(a, run_id="ra", name="topk=2 dataset=locomo #0", dataset="locomo", topk=2,
-                      metrics={"answer/f1": 0.6667, "retrieval/mrr": 0.7778, "cases/total": 3}),
+                      metrics={"answer/f1": 0.6667, "retrieval/mrr": 0.7778, "cases/total": 3}, params=config(2)),
             from_rows(b, run_id="rb", name="topk=3 dataset=locomo #1", dataset="locomo", topk=3,
-                      metrics={"answer/f1": 0.3333, "retrieval/mrr": 0.5, "cases/total": 3}),
+                      metrics={"answer/f1": 0.3333, "retrieval/mrr": 0.5, "cases/total": 3}, params=config(3)),
             from_rows(o, run_id="ro", name="retrieval=oracle topk=1 dataset=locomo #2", dataset="locomo", topk=1,
-                      metrics={"answer/f1": 1.0, "retrieval/mrr": 1.0, "cases/total": 3})]
+                      metrics={"answer/f1": 1.0, "retrieval/mrr": 1.0, "cases/total": 3},
+                      params=config(1, "baselines.Oracle"))]
     comp, taxa = analyse(runs, resamples=200, baseline="ra")
     labels = {"ra": "topk=2 #0", "rb": "topk=3 #1", "ro": "retrieval=oracle topk=1 #2"}
     records = {"ra": a, "rb": b, "ro": o}
@@ -71,7 +77,7 @@ def test_sweep_table_sort_values_and_baselines_apart(report):
     html = report[0]
     table = re.search(r'<table class="sortable sweep".*?</table>', html, re.S).group(0)
     head = re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)
-    assert head[:3] == ["run", "topk", "retrieval"]  # the varying params as columns, short keys
+    assert head[:3] == ["run", "topk", "retriever"]  # the varying config keys as columns, short keys
     assert "F1" in head and "MRR" in head
     configs, bases = re.findall(r"<tbody[^>]*>(.*?)</tbody>", table, re.S)
     assert 'class="baselines"' in table and "ro" in bases and "ro" not in configs
@@ -119,13 +125,37 @@ def test_script_cannot_be_closed_by_data(report):
     assert _data(html)["drill"]["datasets"]["locomo"]["cases"]["ra"][0]["a"].startswith("</script>")
 
 
-def test_baseline_and_varying_params_from_run_names():
-    runs = [from_rows([{"qid": "a"}], run_id=i, name=n, dataset="d") for i, n in
-            [("x", "retrieval=none topk=3 #0"), ("y", "retrieval=bm25 topk=5 #1"), ("z", "#2 dataset=d,retrieval.topk=5")]]
-    assert [baseline_kind(r) for r in runs] == ["none", "", ""]
-    assert baseline_kind(runs[1], {"ragbench.baseline": "oracle"}) == "oracle"
+def _configured(run_id: str, name: str, dataset: str = "d", **params: str):
+    base = {"retrieval.topk": "5", "retrieval.retriever._target_": "ragbench.retrieval.bm25.BM25",
+            "generator.model": "m", "cache.dir": f"/tmp/{run_id}", "reranker.topn": "3"}
+    return from_rows([{"qid": "a"}], run_id=run_id, name=name, dataset=dataset, params={**base, **params})
+
+
+def test_baseline_and_varying_params_from_the_record_not_the_run_name():
+    # the names lie (topk=9, retrieval=oracle, a dataset override): the columns and baselines follow the
+    # records' configs (RunCases.params, from run.json), which vary in retrieval.topk and the retriever only
+    runs = [_configured("x", "retrieval=oracle topk=9 #0", **{"retrieval.topk": "3"}),
+            _configured("y", "topk=9 #1", **{"retrieval.retriever._target_": "ragbench.retrieval.baselines.ClosedBook"}),
+            _configured("z", "#2 dataset=e,retrieval.topk=9", **{"reranker.topn": "7"}, dataset="e"),
+            _configured("w", "topk=9 #3", dataset="e")]
+    assert [baseline_kind(r) for r in runs] == ["", "closed_book", "", ""]
+    assert baseline_kind(runs[0], {"ragbench.baseline": "oracle"}) == "oracle"  # the record's tag first
     cols, values = varying_params(runs)
-    assert cols == ["retrieval", "topk", "dataset"] and values["z"] == {"retrieval": "", "topk": "5", "dataset": "d"}
+    assert cols == ["topk", "retriever", "topn"]  # cache.dir: where results go, not shown
+    assert values["x"] == {"topk": "3", "retriever": "BM25", "topn": "3"}
+    assert values["y"]["retriever"] == "ClosedBook"
+    assert values["z"]["topn"] == "7" and values["w"]["topk"] == "5"
+    edited = _configured("x", "retrieval=oracle topk=9 #0", **{"retrieval.topk": "4"})  # the record edited
+    assert varying_params([edited, *runs[1:]])[1]["x"]["topk"] == "4"
+
+
+def test_the_report_table_shows_the_records_params(report):
+    _, comp, taxa, records = report
+    runs = [dataclasses.replace(r, params={"retrieval.topk": str(r.topk), "seed": "1"}) for r in comp.runs]
+    html = build_html(dataclasses.replace(comp, runs=runs), taxa, {}, records=records)
+    table = re.search(r'<table class="sortable sweep".*?</table>', html, re.S).group(0)
+    assert re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)[:2] == ["run", "topk"]
+    assert '<td data-v="3">3</td>' in table and "seed" not in table
 
 
 def test_the_ci_is_said_unadjusted_beside_the_holm_verdict(report):
@@ -136,3 +166,25 @@ def test_the_ci_is_said_unadjusted_beside_the_holm_verdict(report):
     assert "paired CI around the baseline, unadjusted" in html  # the charts say it too
     # the question list's score columns name their run and score (rendered by the script)
     assert "'A: '+(L[a]||a)+' ('+scoreName(X,a)+')'" in html and "'judge accuracy':'F1'" in html
+
+
+def test_compare_reads_each_runs_params_from_its_record(tmp_path):
+    """The run list the report is built from (``select.load_cases``) takes a run's params from its record's
+    config: a record edited in the artifact store changes them; the run's name and MLflow params do not."""
+    from ragbench.compare.select import load_cases
+    from ragbench.record import CaseRecord, case_line
+    from tests.fixtures import record_runs
+
+    client = record_runs.RecordClient(tmp_path)
+    client.put("r1", record_runs.record("topk=3 #0", config={"retrieval": {"topk": 3}, "dataset": {"name": "d"}}))
+    case = CaseRecord(qid="q1", question_type="t", answerable=True, question="?", gold="a", answer="a",
+                      status="ok", error_type=None, error=None, retrieved_ids=[], retrieved_scores=[],
+                      context_ids=[], context_parts=[], citations=[], prompt_tokens=0, completion_tokens=0,
+                      scores={"answer/f1": 1.0}, latency_ms={}, fields={})
+    (tmp_path / "r1" / "cases.jsonl").write_text(case_line(case))
+    run = record_runs.run("r1", "topk=9 #0")
+    run.data.params = {"retrieval.topk": "9"}  # what MLflow says: not read for a run with a record
+    assert load_cases(client, run).params == {"retrieval.topk": "3", "dataset.name": "d"}
+    client.edit("r1", config={"retrieval": {"topk": 4}, "dataset": {"name": "d"}})
+    got = load_cases(client, run)
+    assert got.params["retrieval.topk"] == "4" and got.topk == 4

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from ragbench.budget import LEDGER, Budget
+from ragbench.budget import Budget
 from ragbench.cache.store import StageCache
-from ragbench.llm.batch import Batching, BatchRunner, run_rounds
+from ragbench.llm.batch import BatchRunner
 from ragbench.llm.client import LLMClient
 from ragbench.llm.errors import LLMResponseError
+from ragbench.llm.wave import Wave
+from ragbench.session import LEDGER
 
 
 class Lib:
@@ -108,7 +110,9 @@ def test_a_job_fails_only_the_case_of_the_bad_line_and_its_rerun_sends_that_requ
             except LLMResponseError as exc:
                 return "failed: " + str(exc)
 
-        return run_rounds(Batching(sleep=lambda _: None), case, 3)
+        wave = Wave(sleep=lambda _: None)
+        with wave.serving([client]):
+            return wave.run([lambda i=i: case(i) for i in range(3)])
 
     first = job()
     assert first[0] == "re: q0" and first[2] == "re: q2"

@@ -1,7 +1,8 @@
-"""``ragbench.llm.batch``'s rounds without litellm: requests deferred by the cases, one batch per round, the
-replies fed back through ``LLMClient.complete`` (fresh usage, nothing booked twice, the reply cache
-written), failures and budget stops per request, duplicates sent once, and the budget reserved before a
-batch is submitted (a stand-in for litellm's batch calls)."""
+"""A job's waves (``ragbench.llm.wave``) and provider batches (``ragbench.llm.batch``) without litellm: the
+requests the cases' steps wait for, one batch per flush, the replies fed back through
+``LLMClient.complete`` (fresh usage, nothing booked twice, the reply cache written), no step run twice,
+failures and budget stops per request, duplicates sent once, and the budget reserved before a batch is
+submitted (a stand-in for litellm's batch calls)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from ragbench.budget import LEDGER, Budget
+from ragbench.budget import Budget
 from ragbench.cache.keys import reply_key
 from ragbench.cache.store import StageCache
 from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
-from ragbench.llm import batch as batch_mod
-from ragbench.llm.batch import STAGE, Batching, BatchReply, BatchRunner, Deferred, job_batching, run_rounds
+from ragbench.llm.batch import STAGE, BatchReply, BatchRunner
 from ragbench.llm.client import LLMClient
 from ragbench.llm.errors import LLMResponseError
+from ragbench.llm.wave import Wave, job_wave
+from ragbench.session import LEDGER
 from ragbench.types import Usage
 
 
@@ -64,6 +66,12 @@ def _ask(c: LLMClient, text: str, **kw: Any) -> Any:
     return c.complete([{"role": "user", "content": text}], **kw)
 
 
+def run_rounds(wave: Wave, case: Any, n: int, client: Any = None) -> list[Any]:
+    """Runs cases ``0..n-1`` as one wave's steps, ``client`` served by the wave."""
+    with wave.serving([client] if client is not None else []):
+        return wave.run([lambda i=i: case(i) for i in range(n)])
+
+
 def _case(c: LLMClient, i: int) -> tuple[str, list[str]]:
     """A case: an answer, then two verdicts on it gathered into one round (as the LLM judge does)."""
     answer = _ask(c, f"question {i}").text
@@ -75,15 +83,21 @@ def _case(c: LLMClient, i: int) -> tuple[str, list[str]]:
 def test_one_batch_per_round_and_replies_fed_back_as_sent_requests(client):
     LEDGER.start_job(Budget(scope="job"))
     before = LEDGER.snapshot()
-    rounds = Batching()
-    results = run_rounds(rounds, lambda i: _case(client, i), 3, workers=2)
+    rounds = Wave()
+    runs: list[int] = []
+
+    def case(i: int) -> tuple[str, list[str]]:
+        runs.append(i)
+        return _case(client, i)
+
+    results = run_rounds(rounds, case, 3, client)
+    assert sorted(runs) == [0, 1, 2]  # each case ran once: its steps waited for the batches, never re-ran
     assert results == [(f"re: question {i}", [f"re: judge {m} of re: question {i}" for m in "ab"]) for i in range(3)]
     assert [len(b) for b in client.sent] == [3, 6] and rounds.rounds == 2  # answers, then verdicts
     assert rounds.batch_ids == ["batch_1", "batch_2"]
     body = next(iter(client.sent[0].values()))
     assert set(body) == {"messages", "temperature"} and "model" not in body  # the runner adds the model
-    # the runner books a batch (here a stand-in): feeding its replies spends nothing (the cases here do not
-    # carry their answer to the next round as the case runner does: asked again, it is served as saved)
+    # the runner books a batch (here a stand-in): feeding its replies spends nothing
     assert LEDGER.snapshot()["spent"] == before["spent"]
     outside = LLMClient(model="openai/m", api_base="http://127.0.0.1:9/v1", cache=client.cache.store, role="judge")
     reply = _ask(outside, "question 1")  # in the reply cache: a rerun sends nothing
@@ -93,9 +107,9 @@ def test_one_batch_per_round_and_replies_fed_back_as_sent_requests(client):
 def test_a_fed_reply_has_the_batch_usage_and_a_duplicate_is_served_like_a_cache_hit(client):
     LEDGER.start_job(Budget(scope="job"))
     saved = LEDGER.snapshot()["saved"].get("judge", {}).get("calls", 0)
-    rounds = Batching()
+    rounds = Wave()
     client.cache = None  # no reply cache: the duplicate must still be answered once, not sent again
-    got = run_rounds(rounds, lambda i: _ask(client, "same question"), 2)
+    got = run_rounds(rounds, lambda i: _ask(client, "same question"), 2, client)
     assert [len(b) for b in client.sent] == [1]
     assert sorted((r.usage.cached, r.attempts) for r in got) == [(False, 1), (True, 0)]
     assert {r.usage.cost_usd for r in got} == {0.5}
@@ -114,17 +128,25 @@ def test_a_request_the_batch_failed_fails_its_case_and_one_past_the_budget_is_sk
             outcomes.append(f"{i}:{type(exc).__name__}:{str(exc).count(chr(10))}")
             return "-"
 
-    assert run_rounds(Batching(), case, 3) == ["-", "-", "re: q2"]
+    assert run_rounds(Wave(), case, 3, client) == ["-", "-", "re: q2"]
     assert sorted(outcomes) == ["0:LLMResponseError:0", "1:BudgetExhaustedError:0"]  # one line each
     assert len(client.sent) == 1  # neither is sent again in a later round
 
 
-def test_a_case_waiting_for_nothing_is_an_error_not_a_hang():
-    def case(i: int) -> None:
-        raise Deferred("no request")
+def test_a_chain_of_requests_waits_once_per_link_and_a_failed_flush_stops_the_wave(client):
+    def case(i: int) -> str:  # a claim judge's chain: the second request depends on the first reply
+        return _ask(client, _ask(client, f"claims {i}").text).text
 
-    with pytest.raises(LLMError, match="no request asks for"):
-        run_rounds(Batching(), case, 2)
+    rounds = Wave()
+    assert run_rounds(rounds, case, 2, client) == [f"re: re: claims {i}" for i in range(2)]
+    assert [len(b) for b in client.sent] == [2, 2] and rounds.rounds == 2  # one batch per link
+
+    def broken(**_: Any) -> Any:
+        raise LLMError("batch of 1 requests: submission failed")
+
+    client.batch_runner = broken
+    with pytest.raises(LLMError, match="submission failed"):  # the waiting step ends, the wave's error goes up
+        run_rounds(Wave(), lambda i: _ask(client, "new"), 1, client)
 
 
 def test_providers_without_a_batch_api_are_refused_in_one_line(tmp_path):
@@ -134,15 +156,15 @@ def test_providers_without_a_batch_api_are_refused_in_one_line(tmp_path):
     gen = SimpleNamespace(client=LLMClient(model="openai/m", batch=True, cache=None))
     follower = SimpleNamespace(client=LLMClient(model="ollama/x", role="judge", cache=None))  # batch=None
     with pytest.raises(ConfigError, match=r"llm\.batch=true: judge\.model='ollama/x'.*fix: set llm\.batch=false"):
-        job_batching(gen, [follower])
-    assert job_batching(SimpleNamespace(client=LLMClient(model="openai/m", cache=None)), [follower]) is None
-    assert job_batching(SimpleNamespace(), [SimpleNamespace()]) is None  # extractive answers, lexical judge
-    assert isinstance(job_batching(gen, [SimpleNamespace(client=LLMClient(model="openai/j", role="judge",
-                                                                           cache=None))]), Batching)
+        job_wave(gen, [follower])
+    assert job_wave(SimpleNamespace(client=LLMClient(model="openai/m", cache=None)), [follower]) is None
+    assert job_wave(SimpleNamespace(), [SimpleNamespace()]) is None  # extractive answers, lexical judge
+    assert isinstance(job_wave(gen, [SimpleNamespace(client=LLMClient(model="openai/j", role="judge",
+                                                                       cache=None))]), Wave)
 
 
 def test_outside_rounds_the_client_sends_at_once(client):
-    assert batch_mod.active() is None
+    assert client.wave is None
     client.gather([([{"role": "user", "content": "x"}], None, None)])  # nothing to defer into
     assert not client.sent
 
@@ -217,8 +239,13 @@ def test_a_recorded_batch_is_polled_not_submitted_and_booked_once(lib, tmp_path)
 
 
 def test_reply_key_is_the_custom_id(client):
-    rounds = Batching()
-    with batch_mod.rounds_of(rounds), pytest.raises(Deferred):
-        _ask(client, "hello")
+    rounds = Wave()
     request = client._request([{"role": "user", "content": "hello"}], None)
-    assert rounds.pending == 1 and not rounds.answered(reply_key("chat", request))
+    run_rounds(rounds, lambda i: _ask(client, "hello"), 1, client)
+    assert list(client.sent[0]) == [reply_key("chat", request)] and rounds.answered(reply_key("chat", request))
+
+
+def test_a_large_wave_runs_in_slices_of_max_steps(client, monkeypatch):
+    monkeypatch.setattr("ragbench.llm.wave.MAX_STEPS", 2)
+    assert run_rounds(Wave(), lambda i: _ask(client, f"s{i}").text, 5, client) == [f"re: s{i}" for i in range(5)]
+    assert [len(b) for b in client.sent] == [2, 2, 1]  # one batch per slice of MAX_STEPS steps

@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 
-from ragbench.budget import LEDGER, Budget
+from ragbench.budget import Budget
 from ragbench.cache.keys import reply_key
 from ragbench.cache.store import StageCache
 from ragbench.judge.llm import LLMJudge
 from ragbench.judge.parsing import claims_schema, score_schema, verdicts_schema
 from ragbench.judge.rubrics import parse_verdict
-from ragbench.llm import batch as batching
 from ragbench.llm.local import grammar
 from ragbench.llm.local.client import LocalClient
 from ragbench.llm.local.engine import Generated
 from ragbench.llm.local.grammar import Graded, graded_field, pick, plan
+from ragbench.llm.wave import Wave
+from ragbench.session import LEDGER
 
 
 def chars(text: str) -> list[int]:
@@ -135,6 +136,12 @@ def graded_client(tmp_path, monkeypatch):
     return client, model
 
 
+def _wave(client: Any, case: Any, n: int) -> list[Any]:
+    wave = Wave(default=False)
+    with wave.serving([client]):
+        return wave.run([lambda i=i: case(i) for i in range(n)])
+
+
 def test_a_round_answers_graded_verdicts_by_one_scoring_pass_and_other_schemas_freely(graded_client):
     client, model = graded_client
     judge = LLMJudge(model="local", metrics=["accuracy"])
@@ -146,7 +153,7 @@ def test_a_round_answers_graded_verdicts_by_one_scoring_pass_and_other_schemas_f
         text, fmt = asks[i]
         return client.complete([{"role": "user", "content": text}], response_format=fmt).text
 
-    replies = batching.run_rounds(batching.Batching(default=False), case, len(asks))
+    replies = _wave(client, case, len(asks))
     allowed = (0, 1, 2, 3, 4)
     prefix = chars('{"score": ')
     assert model.passes == [[chars("q1") + prefix, chars("question2") + prefix]]  # one pass, both verdicts
@@ -158,7 +165,7 @@ def test_a_round_answers_graded_verdicts_by_one_scoring_pass_and_other_schemas_f
     asked = client._request([{"role": "user", "content": "q1"}], None, verdict)
     assert reply_key("chat", plain) != reply_key("chat", asked)  # response_format enters the key
     model.passes.clear()
-    assert batching.run_rounds(batching.Batching(default=False), case, len(asks)) == replies
+    assert _wave(client, case, len(asks)) == replies
     assert model.passes == []  # the rerun: every verdict from the reply cache
 
 

@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
-from ragbench import interrupts
-from ragbench.budget import LEDGER, Budget, accounting_metrics
+from ragbench import interrupts, session
+from ragbench.budget import Budget, accounting_metrics
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.judge.build import build_judges
-from ragbench.llm import batch as batching
 from ragbench.llm.client import LLMClient
 from ragbench.llm.local import local_model
 from ragbench.llm.local.client import LLMContextError, LocalClient
 from ragbench.llm.local.engine import Generated
 from ragbench.llm.local.source import Header, check_memory, inspect_weights, resolve
+from ragbench.llm.wave import Wave, job_wave
+from ragbench.session import LEDGER
 
 
 def _gguf(path: Path, *, tensors: int = 1, cut: int = 0) -> Path:
@@ -114,7 +115,7 @@ def test_judge_backend_local_defaults_to_the_bundled_model():
 def test_local_rounds_never_turn_a_remote_judge_into_a_provider_batch():
     local = SimpleNamespace(client=SimpleNamespace(model="local", batch=True, role="llm"))
     remote = SimpleNamespace(client=SimpleNamespace(model="openai/gpt-4o-mini", batch=None, role="judge"))
-    rounds = batching.job_batching(local, [remote])
+    rounds = job_wave(local, [remote])
     assert rounds is not None and not rounds.defers(remote.client) and rounds.defers(local.client)
 
 
@@ -157,7 +158,9 @@ def _ask(client: LocalClient, texts: list[str]) -> list[str]:
     def case(i: int) -> str:
         return client.complete([{"role": "user", "content": texts[i]}]).text
 
-    return batching.run_rounds(batching.Batching(default=False), case, len(texts))
+    wave = Wave(default=False)
+    with wave.serving([client]):
+        return wave.run([lambda i=i: case(i) for i in range(len(texts))])
 
 
 def test_a_round_is_generated_in_batches_grouped_by_length_and_a_rerun_generates_nothing(local):
@@ -181,7 +184,7 @@ def test_ctrl_c_stops_after_the_batch_in_flight_and_the_rerun_resumes_from_the_c
 
     def then_interrupt(prompts: Any, **kw: Any) -> list[Generated]:
         out = real(prompts, **kw)
-        monkeypatch.setattr(interrupts, "_requested", 2)  # SIGINT arrives during the first batch
+        session.current().signals.requested = 2  # SIGINT arrives during the first batch
         return out
 
     monkeypatch.setattr(model, "generate", then_interrupt)

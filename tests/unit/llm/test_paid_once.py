@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ragbench.budget import LEDGER, Budget, accounting_metrics
+from ragbench.budget import Budget, accounting_metrics
 from ragbench.cache.store import StageCache
 from ragbench.generate.llm import LLMGenerator
 from ragbench.judge.asking import Tally, ask, int_in
@@ -21,6 +21,7 @@ from ragbench.llm.client import LLMClient
 from ragbench.llm.deadline import DeadlinePassed
 from ragbench.llm.errors import LLMServerError, LLMTimeoutError
 from ragbench.metric_keys import metric_info
+from ragbench.session import LEDGER
 from ragbench.types import Answer, Context, Level, Query, Usage
 
 QUERY = Query(qid="q1", text="Where did Mel go?", answers=("the lake",), question_type="single_hop")

@@ -91,7 +91,8 @@ def test_python_errors_are_retried_then_counted_and_resumed(tmp_path: Path) -> N
 
 
 def test_a_spent_budget_skips_the_questions_it_cannot_pay_for(tmp_path: Path) -> None:
-    from ragbench.budget import LEDGER, Budget
+    from ragbench.budget import Budget
+    from ragbench.session import LEDGER
 
     rag_systems.CALLS.clear()
     rag_systems.BEHAVIOUR.clear()
