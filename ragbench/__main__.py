@@ -14,13 +14,20 @@ offline.set_defaults()  # nothing calls out of the machine unless the user's env
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
+from ragbench import gc_tuning, interrupts, redact, session  # noqa: E402
+from ragbench.cache.root import check_retired  # noqa: E402
+from ragbench.compare.cli import main as compare_main  # noqa: E402
+from ragbench.config_check import check_overrides, open_overrides  # noqa: E402
+from ragbench.errors import RagbenchError, Reported  # noqa: E402
+from ragbench.tracking.full_disk import DiskFull  # noqa: E402
+from ragbench.ui import main as ui_main  # noqa: E402
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def _hydra_main(cfg: DictConfig) -> float | None:
     """Runs one job (or each job of a ``-m`` sweep). A RagbenchError that reaches here was reported in one
     line by the job (a single run's failure, a store that cannot open): exit 1, without Hydra's traceback."""
-    from ragbench.app import run
-    from ragbench.errors import RagbenchError
+    from ragbench.app import run  # deferred: startup of ragbench compare, 0.6 s
 
     try:
         return run(cfg)
@@ -31,10 +38,6 @@ def _hydra_main(cfg: DictConfig) -> float | None:
 def check_command_line() -> None:
     """A command-line key that no config file has gets one line naming the closest keys, not Hydra's
     advice to append it with ``+`` (where it would be silently ignored); see ragbench.config_check."""
-    from ragbench.cache.root import check_retired
-    from ragbench.config_check import check_overrides
-    from ragbench.errors import RagbenchError
-
     try:
         check_retired()
         check_overrides(sys.argv[1:])  # also a dataset.path that does not exist (DatasetError)
@@ -46,29 +49,22 @@ def check_command_line() -> None:
 def main() -> None:
     """``python -m ragbench`` and the ``ragbench`` script: Hydra's main, with interrupts ending in one line
     and exit 128 + the signal number (130 for Ctrl-C, 143 for SIGTERM)."""
-    from ragbench import gc_tuning, interrupts, redact, session
-
     session.begin()  # the run state of this process: ledger, sweep parents, caches, signals (ragbench.session)
     gc_tuning.for_batch_work()
     interrupts.install()  # SIGINT, SIGTERM: stop at the next safe point (ragbench.interrupts)
     redact.register_environment()
-    from ragbench.config_check import open_overrides
-
     sys.argv[1:] = open_overrides(sys.argv[1:])  # system.params.* need no "+" (ragbench.config_check)
     redact.register_overrides(sys.argv[1:])  # before Hydra, whose own errors may echo an override
     redact.mask_terminal()
-    from ragbench.plan.cli import split_plan_args
+    from ragbench.plan.cli import split_plan_args  # deferred: startup of ragbench compare, 0.6 s
 
     asked, json_path, rest = split_plan_args(sys.argv[1:])
     if asked:  # plan=true: the sweep's bill, nothing run (ragbench.plan)
-        from ragbench.plan.cli import main as plan_main
+        from ragbench.plan.cli import main as plan_main  # deferred: startup of ragbench compare, 0.6 s
 
         leave(plan_main(rest, json_path))
         return
     check_command_line()
-    from ragbench.errors import Reported
-    from ragbench.tracking.full_disk import DiskFull
-
     try:
         _hydra_main()
         interrupts.check()  # a signal after the last safe point: the work is done, the exit code says it came
@@ -94,8 +90,6 @@ def interrupted(exc: KeyboardInterrupt) -> int:
     one line is printed; returns the exit code, 128 + the signal number."""
     import signal
 
-    from ragbench import interrupts, session
-
     interrupts.ignore()  # a second signal must not cut the closing short
     session.current().parents.close_all("KILLED")
     print(INTERRUPTED, file=sys.stderr)
@@ -105,9 +99,6 @@ def interrupted(exc: KeyboardInterrupt) -> int:
 def stopped_by_full_disk(full: BaseException) -> int:
     """After a write failed for want of space: the sweep's parents still open end KILLED where the store takes
     it; the one line names the disk, the free space, the runs and the fix; returns the exit code, 1."""
-    from ragbench import interrupts, session
-    from ragbench.tracking.full_disk import DiskFull
-
     assert isinstance(full, DiskFull)
     interrupts.ignore()  # a signal must not cut the closing short
     for _ in range(100):  # each parent that the store refuses to close raises once; the others are closed
@@ -144,15 +135,10 @@ def cli() -> None:
     """The ``ragbench`` console script: ``ragbench compare ...`` compares runs, ``ragbench ui`` shows them,
     anything else runs jobs."""
     if sys.argv[1:2] == ["compare"]:
-        from ragbench import session
-        from ragbench.compare.cli import main as compare_main
-
         session.begin()
         leave(compare_main(sys.argv[2:]))  # the same fast exit as a run
         return
     if sys.argv[1:2] == ["ui"]:  # the lean MLflow server, opened on the runs (ragbench.ui)
-        from ragbench.ui import main as ui_main
-
         sys.exit(ui_main(sys.argv[2:]))
     main()
 

@@ -32,6 +32,7 @@ from ragbench.systems.components import system_metrics
 from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
 from ragbench.tracking.report import job_summary
+from ragbench.tracking.run_names import job_run_name, read_sweep_keys
 
 log = logging.getLogger("ragbench")
 LOG_EVERY_S = 30.0
@@ -71,8 +72,6 @@ def _job_name() -> tuple[str, str | None, bool]:
     name = redact.redact(name)
     if not multirun:
         return name, None, False
-    from ragbench.tracking.run_names import job_run_name, read_sweep_keys
-
     return job_run_name(hc.job.num, name, read_sweep_keys(hc.sweep.dir)), parent_run_id(hc.sweep.dir), True
 
 

@@ -25,7 +25,10 @@ from typing import Any, NamedTuple, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ragbench.errors import ConfigError
+from ragbench.datasets.reader import download_hint
+from ragbench.datasets.sources import SOURCES
+from ragbench.embed.shard import KEY, parse_shard
+from ragbench.errors import ConfigError, DatasetError
 from ragbench.validate import number
 
 CONF = Path(__file__).resolve().parent / "conf"
@@ -188,10 +191,6 @@ def check_dataset_path(name: str, path: Any) -> None:
     root = Path(path).expanduser()
     if root.exists():
         return
-    from ragbench.datasets.reader import download_hint
-    from ragbench.datasets.sources import SOURCES
-    from ragbench.errors import DatasetError
-
     raise DatasetError("dataset.path does not exist", dataset=name, file=str(root),
                        fix=(f"set dataset.path to the folder holding the official {name} files" + download_hint(name))
                        if name in SOURCES else
@@ -232,8 +231,6 @@ def check_config(cfg: DictConfig) -> None:
 
 def check_shard(resolved: Mapping[str, Any]) -> None:
     """``embedder.shard`` and ``stages=encode`` go together (``ragbench.embed.shard``): one line each otherwise."""
-    from ragbench.embed.shard import KEY, parse_shard
-
     embedder, retrieval = resolved.get("embedder"), resolved.get("retrieval")
     shard = parse_shard(embedder.get("shard") if isinstance(embedder, Mapping) else None)
     encode = str(resolved.get("stages") or "all") == "encode"

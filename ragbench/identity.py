@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ragbench import __version__
+from ragbench.cache.store import make_key
+
 # what a job's identity leaves out: where results go and how the run is steered, not what it computes
 NOT_IDENTITY = ("tracking", "cache", "resume", "objective", "max_failure_rate", "budget", "plan")
 # files whose content is a job's input (recorded answers, an outside ranking): a rewritten file at the same
@@ -28,9 +31,6 @@ FAISS_DISTRIBUTIONS = ("faiss-cpu", "faiss-gpu", "faiss")
 
 def job_hash(resolved: Mapping[str, Any]) -> str:
     """Identity of a job: its resolved config minus where results go, plus the code version."""
-    from ragbench import __version__
-    from ragbench.cache.store import make_key
-
     config = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
     return make_key({"config": config, "ragbench": __version__, "commit": git_commit(),
                      "inputs": input_fingerprints(resolved)})
@@ -75,8 +75,6 @@ def environment() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> tuple[tuple[str, str], ...]:
-    from ragbench import __version__
-
     env = {"python": platform.python_version(),
            "os": f"{platform.system()} {platform.release()} ({platform.machine()})", "ragbench": __version__}
     env.update({name: _version(dist) for dist, name in LIBRARIES.items()})

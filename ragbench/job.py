@@ -29,6 +29,7 @@ from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, RunRecord, beg
 from ragbench.tracking.full_disk import DiskFull, disk_full, job_places, where_full
 from ragbench.tracking.mlflow_sink import log_failure, log_files, log_results, open_run, start_params
 from ragbench.tracking.run_records import resumable
+from ragbench.tracking.run_tags import component_params, start_tags
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -97,8 +98,6 @@ class Job:
         self.scored = True
 
     def _start(self, built: Components | RagbenchError) -> None:
-        from ragbench.tracking.run_tags import component_params, start_tags
-
         tags = {"ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.record.job_hash}
         if not isinstance(built, RagbenchError):  # the tags known up front go in with the run's creation
             tags.update(start_tags(self.cfg, built))

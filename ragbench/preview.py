@@ -14,6 +14,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ragbench.build import instantiate_node as _instantiate
+from ragbench.errors import ConfigError
 from ragbench.types import ChunkTree, Level
 
 
@@ -33,9 +35,6 @@ def preview(overrides: Sequence[str], *, max_depth: int, limit: int) -> list[dic
     """The first ``limit`` documents' chunk trees, composed from job ``overrides``."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
-
-    from ragbench.build import instantiate_node as _instantiate
-    from ragbench.errors import ConfigError
 
     if max_depth < 0 or limit < 1:
         raise ConfigError(f"preview: --max-depth must be >= 0 and --limit >= 1, got {max_depth} and {limit}")

@@ -36,14 +36,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from ragbench import __version__
 from ragbench import identity as run_identity
 from ragbench.errors import RagbenchError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units
+from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
 from ragbench.jsonio import NestedTooDeep, loads_bounded
 from ragbench.judge.context import context_refs, openviking_evidence
 from ragbench.judge.document import record_fields as document_record
 from ragbench.judge.retrieval import metric_ks
 from ragbench.redact import redact
+from ragbench.trace import gold_path_tags
 from ragbench.types import CaseResult, ChunkTree
 
 if TYPE_CHECKING:
@@ -433,10 +436,6 @@ def finished(record: RunRecord, result: JobResult, *, topk: int, extra_tags: Map
     """``record`` with a finished pipeline's results: fingerprints, counts, timings, every logged metric and
     curve, the results' tags (added to those the run started with), and the dataset's facts (its status
     is set by the job's end)."""
-    from ragbench import __version__
-    from ragbench.job_metrics import at_k_views, job_metrics, queries_by_type
-    from ragbench.trace import gold_path_tags
-
     ev = result.evalset
     tags = {
         "ragbench.dataset_sha256": result.fingerprints["dataset_sha256"],

@@ -13,8 +13,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ragbench import interrupts, redact, session
+from ragbench.compare.analysis import log_sweep_report
 from ragbench.errors import RagbenchError, Reported
 from ragbench.stages import encode_only
+from ragbench.tracking.mlflow_tracker import dumps
 from ragbench.tracking.progress import job_started, write_sweep_size
 from ragbench.tracking.report import console, rank_within_dataset
 from ragbench.tracking.run_names import job_labels, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides, job_labels: re-exported
@@ -31,6 +33,8 @@ from ragbench.tracking.runs_table import (  # noqa: F401 - ranking_metric, RANK_
     ranking_metric,
     record_rows,
 )
+from ragbench.tracking.store import OUTPUT_FIX, writable_folder
+from ragbench.ui import base_url, save_sweep_view, view_url
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +107,6 @@ class MlflowSweepCallback(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: secrets registered and its output folder checked before Hydra writes to it."""
         register_secrets(config)
-        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
-
         try:
             writable_folder(Path(str(config.hydra.run.dir)), "the run's output folder (hydra.run.dir)", OUTPUT_FIX)
         except RagbenchError as exc:
@@ -125,8 +127,6 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         register_secrets(config)
-        from ragbench.tracking.store import OUTPUT_FIX, writable_folder
-
         sweep_dir = Path(str(config.hydra.sweep.dir))
         overrides = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=True) or [])
         try:
@@ -157,8 +157,6 @@ class MlflowSweepCallback(Callback):
 
     def _print_url(self, params: list[str], metrics: list[str]) -> None:
         """The sweep's jobs in the MLflow UI (``ragbench.ui``): a view saved on the experiment, and its URL."""
-        from ragbench.ui import base_url, save_sweep_view, view_url
-
         try:
             uri = str(self._tracker.uri)
             base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else base_url()
@@ -212,8 +210,6 @@ class MlflowSweepCallback(Callback):
         for r in rows:
             r["label"] = labels[r["run_id"]]
             r["job"] = labels[r["run_id"]] + (f" [baseline: {r['baseline']}]" if r.get("baseline") else "")
-        from ragbench.tracking.mlflow_tracker import dumps
-
         table = [{**{k: v for k, v in r.items() if k not in ("params", "label")}, "params": dumps(r["params"])}
                  for r in rows]
         self._tracker.log_table(self._run_id, table or [{"run": "none"}], "sweep_comparison.json")
@@ -226,8 +222,6 @@ class MlflowSweepCallback(Callback):
         print_sweep_table(console, rows, sort_by, title=f"sweep: {len(rows)} jobs, best {ranked} first within each "
                                                         "dataset")
         try:  # the statistical comparison report (ragbench.compare) on the parent run; never fails the sweep
-            from ragbench.compare.analysis import log_sweep_report
-
             if self.compare_report and not all(encode_only(c.tags) for c in children):  # encode: vectors
                 log_sweep_report(self._tracker, self._run_id, sort_by=self.sort_by)  # its baseline: the table's best
         except Exception as exc:  # noqa: BLE001

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ragbench.tracking.store import sqlite_path, tracking_defaults
+
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 5000
 WORKFLOW = "workflowType=machine_learning"  # MLflow 3's "Model training" switch, as a URL parameter
 ORDER = "orderByKey=" + quote("metrics.`headline/answer_f1`", safe="") + "&orderByAsc=false"
@@ -228,8 +230,6 @@ def _stop(signum: int, frame: object) -> None:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Starts the server, prints the URLs, serves until Ctrl-C or SIGTERM; returns the exit code."""
-    from ragbench.tracking.store import sqlite_path, tracking_defaults
-
     args = parser().parse_args(argv)
     default_uri, default_experiment = tracking_defaults()
     uri, experiment = args.tracking_uri or default_uri, args.experiment or default_experiment

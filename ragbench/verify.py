@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
+from ragbench.job_metrics import at_k_views
 from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
@@ -36,7 +38,12 @@ from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_r
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
 from ragbench.protocols import RetrievalScorer
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
+from ragbench.tracking.mlflow_sink import start_params
+from ragbench.tracking.mlflow_tracker import mlflow_name
+from ragbench.tracking.mlflow_tracker import redact as param_values
+from ragbench.tracking.store import sqlite_path, tracking_defaults
 from ragbench.types import Answer, CaseResult, Hit, Query, Usage
+from ragbench.verify_calibration import check_calibration, load_calibration
 
 TOLERANCE = 1e-9
 FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/", "headline/")
@@ -142,9 +149,6 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
     fixed-name views the job derives from them (``*_at_topk``, ``headline/*``, the last point of each
     ``*_at_k_curve``); ``scorers``: the run's ``metrics.retrieval``; ``sink``: MLflow's metrics of a run
     with a record, each aggregated metric compared with both."""
-    from ragbench.job_metrics import at_k_views
-    from ragbench.tracking.mlflow_tracker import mlflow_name
-
     report = Report()
     cases = []
     for row in rows:
@@ -198,8 +202,6 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
 def check_scores_document(rows: Sequence[Mapping[str, Any]], doc: Any, report: Report) -> None:
     """``case_scores.json`` (what ``ragbench.compare`` reads) against the scores document of ``cases.jsonl``:
     every column and every value the same, else one mismatch line per column that differs."""
-    from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
-
     want = json.loads(json.dumps(scores_document(rows), ensure_ascii=False))
     if not isinstance(doc, dict) or doc.get("format") != want["format"]:
         report.mismatches.append(f"{SCORES_ARTIFACT}: not a {want['format']} document")
@@ -224,8 +226,6 @@ def check_scores_document(rows: Sequence[Mapping[str, Any]], doc: Any, report: R
 
 def default_tracking_uri() -> str:
     """The ``tracking.uri`` jobs use by default (conf/tracking/mlflow.yaml), relative to the cwd."""
-    from ragbench.tracking.store import tracking_defaults
-
     return tracking_defaults()[0]
 
 
@@ -248,9 +248,6 @@ class RunArtifacts:
 def fetch_run(run_id: str, uri: str) -> RunArtifacts:
     """The run's case artifacts and metrics from the store; a UsageError for a store, run or artifact that
     is not there."""
-    from ragbench.compare.runcases import SCORES_ARTIFACT
-    from ragbench.tracking.store import sqlite_path
-
     db = sqlite_path(uri)
     if db is not None and not db.exists():
         raise UsageError(f"no MLflow store at {uri}; fix: run from the folder the jobs ran in, or pass --tracking-uri")
@@ -351,8 +348,6 @@ def read_record(art: RunArtifacts) -> RunRecord | None:
 def record_metrics(record: RunRecord) -> dict[str, float]:
     """The run metrics a record holds, by MLflow name: its metrics and the last point of each curve (the
     value MLflow shows of a series)."""
-    from ragbench.tracking.mlflow_tracker import mlflow_name
-
     out = {mlflow_name(k): float(v) for k, v in record.metrics.items()}
     out.update({mlflow_name(k): float(series[max(series)]) for k, series in record.curves.items() if series})
     return out
@@ -362,9 +357,6 @@ def check_sink(sink: Sink, logged: Mapping[str, float], report: Report) -> None:
     """MLflow against ``run.json``: the run's status, every metric ``verify_rows`` did not compare with both,
     and every param (the record's config and component params as the job logs them). One line per
     difference, naming the file."""
-    from ragbench.tracking.mlflow_sink import start_params
-    from ragbench.tracking.mlflow_tracker import redact as param_values
-
     record = sink.record
     if sink.status and record.status != sink.status:
         report.mismatches.append(f"{RUN_FILE} status {record.status}, MLflow run {sink.status}")
@@ -427,8 +419,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from ragbench.verify_calibration import check_calibration, load_calibration
-
     calibration = load_calibration(args.run_id, args.tracking_uri or default_tracking_uri())
     if calibration is not None:  # a `ragbench.judge calibrate` run: labelled items and their agreement
         report = Report()
@@ -440,8 +430,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sink is not None:
             check_sink(sink, logged, report)
         if scores_doc is None and sink is None:  # a run logged before the record: its case_scores.json is gone
-            from ragbench.compare.runcases import SCORES_ARTIFACT
-
             report.unchecked.append(f"{SCORES_ARTIFACT}: missing from the run's artifacts (deleted, or logged "
                                     "before ragbench wrote it); ragbench.compare reads cases.jsonl instead")
         elif scores_doc is not None:

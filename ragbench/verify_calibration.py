@@ -36,6 +36,7 @@ from ragbench.record import CASES_ARTIFACT, LEGACY_SCORES, RUN_FILE, RunRecord, 
 from ragbench.tracking.mlflow_sink import CASE_TABLE, flatten, start_params
 from ragbench.tracking.mlflow_tracker import mlflow_name
 from ragbench.tracking.mlflow_tracker import redact as param_values
+from ragbench.tracking.store import sqlite_path
 
 log = logging.getLogger(__name__)
 KIND_TAG = ("ragbench.kind", "calibration")  # the tag ``ragbench.judge calibrate`` gives its runs
@@ -68,8 +69,6 @@ class CalibrationRun:
 def load_calibration(run_id: str, uri: str) -> CalibrationRun | None:
     """The run when it is a calibration run; None when it is not, or cannot be read (then the job path of
     ``ragbench.verify`` says why)."""
-    from ragbench.tracking.store import sqlite_path
-
     db = sqlite_path(uri)
     if db is not None and not db.exists():
         return None

@@ -55,8 +55,10 @@ def test_sweep_log_off_a_terminal(tmp_path):
     err = proc.stderr
     assert "job 1/2: " in err and "job 2/2: " in err
     assert "\r" not in err and "DEBUG" not in err
-    # the last line of each job's case loop, and one per 30 s on a slow machine: not a line per 10% (here 6)
-    assert err.count("cases: 3/3") == 2 and err.count("cases: ") < 6
+    # the last line of each of a job's waves (expand, generate, judge), and one per 30 s on a slow machine:
+    # not a line per 10% of a wave
+    for wave in ("expand", "generate", "judge"):
+        assert err.count(f"{wave}: 3/3") == 2 and err.count(f"{wave}: ") < 6, wave
     # the table: ranked within the dataset, the job's own top-k under one column, brackets kept
     assert "best answer/f1 first within each dataset" in proc.stdout
     assert "hit@k" in proc.stdout and "reranker=[diversity]" in proc.stdout

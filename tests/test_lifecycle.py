@@ -83,7 +83,7 @@ def statuses(cwd: Path) -> list[tuple[str, str, str | None]]:
 def test_a_signal_mid_sweep_leaves_no_running_run_and_one_line(tmp_path, sig, code):
     args = ["-m", *FAST, "retrieval.topk=3,5,10", f"cache.dir={tmp_path}/cache"]
     job = Running(args, tmp_path)
-    job.wait_for("cases: ")
+    job.wait_for("expand: ")  # the first wave of a job's cases
     job.proc.send_signal(sig)
     assert job.finish() == code
     err = "".join(job.err)
@@ -98,7 +98,7 @@ def test_a_signal_mid_sweep_leaves_no_running_run_and_one_line(tmp_path, sig, co
 
 def test_kill_9_then_a_later_sweep_closes_the_stale_parent_and_job(tmp_path):
     job = Running(["-m", *FAST, "retrieval.topk=3,5", f"cache.dir={tmp_path}/cache"], tmp_path)
-    job.wait_for("cases: ")
+    job.wait_for("expand: ")  # the first wave of a job's cases
     job.proc.kill()
     assert job.finish() == -signal.SIGKILL
     assert {status for _, status, _ in statuses(tmp_path)} == {"RUNNING"}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.compare.comparison import Comparison, compare, pair_up
+from ragbench.compare.html_data import load_records, run_tags
 from ragbench.compare.metrics import (
     DEFAULTS,
     OPTIONAL_DEFAULTS,
@@ -21,9 +22,12 @@ from ragbench.compare.metrics import (
     per_case_key,
     with_min_effect,
 )
+from ragbench.compare.report import write_report
 from ragbench.compare.runcases import RunCases
+from ragbench.compare.select import find_runs, load_cases
 from ragbench.compare.taxonomy import Taxonomy, taxonomy
 from ragbench.errors import ConfigError
+from ragbench.record import REUSED_FROM
 from ragbench.tracking.runs_table import AUTO, ranking_metric
 
 log = logging.getLogger(__name__)
@@ -71,10 +75,6 @@ def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000,
     """Compares the FINISHED jobs of a sweep (defaults: metrics, baseline per dataset) and logs the report
     (``report.html`` with its drill-down, ``report.md``), the JSON and the plots under ``compare/`` on the
     sweep's parent run, for the MLflow UI."""
-    from ragbench.compare.html_data import load_records, run_tags
-    from ragbench.compare.report import write_report
-    from ragbench.compare.select import find_runs, load_cases
-
     client = tracker.client
     found, notes = find_runs(client, tracker.uri, tracker.experiment, sweep=parent_run_id)
     key = report_key(found, resamples)
@@ -99,8 +99,6 @@ def report_key(found: Sequence[Any], resamples: int) -> str:
     """The identity of a sweep's report: each compared job's name and the run that ran it (a resumed job's
     copy names its origin in ``ragbench.reused_from``), the resamples and the report format. A rerun whose
     jobs all resumed has the key of the sweep it resumed from."""
-    from ragbench.record import REUSED_FROM
-
     jobs = sorted((r.info.run_name or "", r.data.tags.get(REUSED_FROM) or r.info.run_id) for r in found)
     return hashlib.sha256(json.dumps([REPORT_FORMAT, resamples, jobs]).encode()).hexdigest()
 

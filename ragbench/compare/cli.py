@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ragbench.errors import ConfigError, RagbenchError
+from ragbench.tracking.store import os_reason, tracking_defaults, writable_folder
+
 if TYPE_CHECKING:
     from ragbench.compare.metrics import MinEffect
 
@@ -99,7 +102,9 @@ def parser() -> argparse.ArgumentParser:
 
 def option_problem(args: argparse.Namespace) -> str | None:
     """The first option outside its range, as one line naming it and the valid values; else None."""
-    from ragbench.compare.comparison import alpha_problem
+    from ragbench.compare.comparison import (
+        alpha_problem,  # deferred: startup of ragbench.compare --help, 0.57 s
+    )
 
     if not 100 <= args.resamples <= MAX_RESAMPLES:
         return f"--resamples {args.resamples}: use 100 to {MAX_RESAMPLES:,} (default 2000)"
@@ -117,7 +122,9 @@ def option_problem(args: argparse.Namespace) -> str | None:
 
 def min_effects(args: argparse.Namespace) -> dict[str, MinEffect]:
     """``--min-effect`` as {metric: MinEffect}; ValueError naming the bad one."""
-    from ragbench.compare.metrics import parse_min_effect
+    from ragbench.compare.metrics import (
+        parse_min_effect,  # deferred: startup of ragbench.compare --help, 0.57 s
+    )
 
     return dict(parse_min_effect(text) for text in args.min_effect)
 
@@ -125,9 +132,6 @@ def min_effects(args: argparse.Namespace) -> dict[str, MinEffect]:
 def output_problem(args: argparse.Namespace) -> str | None:
     """Each output the command was asked to write, checked before any run is read: a folder that can
     be made and written (``--report``), a file in one (``--json``, ``--save-baseline``)."""
-    from ragbench.errors import ConfigError
-    from ragbench.tracking.store import writable_folder
-
     for flag, path, is_folder in (("--report", args.report, True), ("--json", args.json, False),
                                   ("--save-baseline", args.save_baseline, False), ("--csv", args.csv, False)):
         if path is None:
@@ -143,8 +147,6 @@ def output_problem(args: argparse.Namespace) -> str | None:
 
 
 def _write_error(what: str, path: Path, exc: OSError) -> int:
-    from ragbench.tracking.store import os_reason
-
     print(f"ragbench.compare: error: cannot write {what} {path} ({os_reason(path, exc)}); fix: give it a path "
           "in a writable folder with free space", file=sys.stderr)
     return USAGE
@@ -157,14 +159,24 @@ def run(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"ragbench.compare: error: {problem}", file=sys.stderr)
         return USAGE
-    from ragbench.compare.analysis import analyse
-    from ragbench.compare.comparison import regressions
-    from ragbench.compare.report import print_table, write_json, write_report
-    from ragbench.compare.runcases import load_baseline, save_baseline
-    from ragbench.compare.select import find_runs, load_cases, open_store
-    from ragbench.errors import RagbenchError
-    from ragbench.tracking.store import tracking_defaults
-
+    from ragbench.compare.analysis import analyse  # deferred: startup of ragbench.compare --help, 0.57 s
+    from ragbench.compare.comparison import (
+        regressions,  # deferred: startup of ragbench.compare --help, 0.57 s
+    )
+    from ragbench.compare.report import (  # deferred: startup of ragbench.compare --help, 0.57 s
+        print_table,
+        write_json,
+        write_report,
+    )
+    from ragbench.compare.runcases import (  # deferred: startup of ragbench.compare --help, 0.57 s
+        load_baseline,
+        save_baseline,
+    )
+    from ragbench.compare.select import (  # deferred: startup of ragbench.compare --help, 0.57 s
+        find_runs,
+        load_cases,
+        open_store,
+    )
     default_uri, default_experiment = tracking_defaults()
     uri = args.tracking_uri or default_uri
     try:
@@ -196,8 +208,14 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _write_error("--json", args.json, exc)
         print(f"records: {args.json}")
     if args.csv:
-        from ragbench.tracking.run_records import read_all
-        from ragbench.tracking.runs_table import csv_text, record_rows, sweep_keys_of
+        from ragbench.tracking.run_records import (
+            read_all,  # deferred: startup of ragbench.compare --help, 0.57 s
+        )
+        from ragbench.tracking.runs_table import (  # deferred: startup of ragbench.compare --help, 0.57 s
+            csv_text,
+            record_rows,
+            sweep_keys_of,
+        )
 
         try:  # each row from the run's record (ragbench.tracking.run_records)
             args.csv.write_text(csv_text(record_rows(read_all(client, found)), sweep_keys_of(client, found)),
@@ -209,7 +227,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _write_error("--csv", args.csv, exc)
         print(f"runs: {args.csv} ({len(found)} rows)")
     if args.report:
-        from ragbench.compare.html_data import load_records, run_tags
+        from ragbench.compare.html_data import (  # deferred: startup of ragbench.compare --help, 0.57 s
+            load_records,
+            run_tags,
+        )
 
         try:
             files = write_report(args.report, comp, taxa, records=load_records(client, found, runs), tags=run_tags(found))

@@ -13,7 +13,9 @@ import numpy as np
 from ragbench.compare.comparison import Comparison
 from ragbench.compare.metrics import metric_spec
 from ragbench.compare.runcases import RunCases
+from ragbench.compare.select import _download, case_rows
 from ragbench.compare.taxonomy import CORRECT_AT, Taxonomy, classify, gold_flags
+from ragbench.errors import RagbenchError
 from ragbench.tracking.run_names import WHERE_KEYS
 from ragbench.tracking.runs_table import baseline_kind as baseline_of_tags
 
@@ -37,9 +39,6 @@ def load_records(client: Any, runs: Sequence[Any], read: Sequence[RunCases] = ()
     """Each MLflow run's ``cases.jsonl`` rows (run id -> rows), for the drill-down: those the comparison
     already read from the run's record (``read``) as they are, the others read now; a run whose file cannot
     be read has none (the report shows its scores only)."""
-    from ragbench.compare.select import _download, case_rows
-    from ragbench.errors import RagbenchError
-
     out: dict[str, list[dict[str, Any]]] = {rc.run_id: [dict(row) for row in rc.rows] for rc in read
                                              if rc.rows and "question" in rc.rows[0]}  # whole records
     for run in runs:

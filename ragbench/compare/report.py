@@ -9,8 +9,12 @@ from typing import Any
 
 from ragbench import stats
 from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
+from ragbench.compare.html import write_html
+from ragbench.compare.plots import write_plots
 from ragbench.compare.taxonomy import CATEGORIES, Taxonomy
+from ragbench.compare.terminal import print_comparison
 from ragbench.tracking.report import console
+from ragbench.tracking.run_names import job_labels
 
 _MARK = {stats.BETTER: "▲", stats.WORSE: "▼", BASELINE: "=", stats.SAME: "·", stats.NEGLIGIBLE: "~"}
 LEGEND = "▲ better, ▼ worse, ~ no practical difference (significant, below the threshold), · no detectable " \
@@ -19,8 +23,6 @@ LEGEND = "▲ better, ▼ worse, ~ no practical difference (significant, below t
 
 def labels(comp: Comparison) -> dict[str, str]:
     """Short run labels: the job number plus only the overrides that differ between the runs."""
-    from ragbench.tracking.run_names import job_labels
-
     named = {r.run_id: r.name for r in comp.runs}
     out = job_labels(named) if all(named.values()) else {}
     return {rid: out.get(rid) or name or rid[:8] for rid, name in named.items()}
@@ -84,8 +86,6 @@ def taxonomy_notes(comp: Comparison, taxa: Sequence[Taxonomy]) -> list[str]:
 def print_table(comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
     """The terminal view (``ragbench.compare.terminal``): notes, one table per dataset and metric, the
     deltas by question type, the failure taxonomy; every table fits 80 columns."""
-    from ragbench.compare.terminal import print_comparison
-
     print_comparison(console, comp, taxa, taxonomy_notes(comp, taxa))
 
 
@@ -123,9 +123,6 @@ def write_report(folder: Path, comp: Comparison, taxa: Sequence[Taxonomy], *,
     """``report.md``, ``report.html`` (one self-contained file, ``ragbench.compare.html``; ``records``: each
     run's cases.jsonl rows, for its per-question drill-down), ``comparison.json`` and the PNG plots in
     ``folder``; returns the files written."""
-    from ragbench.compare.html import write_html
-    from ragbench.compare.plots import write_plots
-
     folder.mkdir(parents=True, exist_ok=True)
     images = write_plots(folder, comp, taxa, labels(comp))
     lab = labels(comp)

@@ -15,6 +15,7 @@ from ragbench.compare.metrics import MetricSpec
 from ragbench.errors import ConfigError
 from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import metric_name
+from ragbench.tracking.run_names import parse_run_name
 
 BASELINE_FORMAT = "ragbench-baseline/1"
 # overrides that say where results go, not what was run: left out of the config a baseline is matched on
@@ -34,8 +35,6 @@ def config_label(run_name: str) -> str:
     """What a job ran, from its run name (``topk=5 dataset=locomo #3``, or ``#3 dataset=locomo,retrieval.topk=5``
     from older sweeps): its overrides in sorted order, without the job number and without the ones that only
     say where results go (``cache.dir=...``)."""
-    from ragbench.tracking.run_names import parse_run_name
-
     _, items = parse_run_name(run_name)
     return ",".join(sorted(o for o in items if not o.lstrip("+~").startswith(_WHERE_KEYS)))
 

@@ -14,18 +14,19 @@ from ragbench.jsonio import loads_bounded
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
 from ragbench.stages import encode_only
 from ragbench.tracking.mlflow_sink import flatten, quiet_downloads
+from ragbench.tracking.mlflow_tracker import client_for
 from ragbench.tracking.run_records import record_of
 from ragbench.tracking.runs_table import baseline_kind
-from ragbench.tracking.store import tracking_defaults  # noqa: F401 - the compare CLI's default store
+from ragbench.tracking.store import (
+    sqlite_path,
+    tracking_defaults,  # noqa: F401 - the compare CLI's default store
+)
 
 MIN_PREFIX = 6  # characters of a run id that name it (as --baseline: ragbench.compare.comparison.pair_up)
 
 
 def open_store(uri: str) -> Any:
     """An MlflowClient on ``uri``; a sqlite store that does not exist yet is a usage error, not a new store."""
-    from ragbench.tracking.mlflow_tracker import client_for
-    from ragbench.tracking.store import sqlite_path
-
     path = sqlite_path(uri)
     if path is not None and not path.exists():
         raise ConfigError(f"no MLflow store at {path} (tracking uri {uri}); run from the folder "

@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 
 from ragbench import session
-from ragbench.errors import RagbenchError
+from ragbench.datasets.download import dataset_dir, download, install_archive, is_present
+from ragbench.datasets.evalgen.cli import cmd_generate as generate
+from ragbench.datasets.financebench import QUESTIONS
+from ragbench.datasets.inspect_set import inspect_file
+from ragbench.datasets.sources import SOURCES, financebench_pdf
+from ragbench.datasets.stats import summarize
+from ragbench.errors import ConfigError, RagbenchError
+from ragbench.preview import preview, render
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf" / "dataset"
 
@@ -23,8 +30,6 @@ def load_config(name: str, overrides: list[str]):  # -> DictConfig (omegaconf im
     """The ``conf/dataset/<name>.yaml`` node with ``key=value`` overrides applied."""
     from omegaconf import OmegaConf
 
-    from ragbench.errors import ConfigError
-
     path = CONF_DIR / f"{name}.yaml"
     if not path.is_file():
         raise ConfigError(f"unknown dataset {name!r}; choose one of {_options()}")
@@ -36,9 +41,6 @@ def load_config(name: str, overrides: list[str]):  # -> DictConfig (omegaconf im
 
 def _financebench_pdfs(root: Path) -> tuple:
     """The filings referenced by the downloaded FinanceBench questions."""
-    from ragbench.datasets.financebench import QUESTIONS
-    from ragbench.datasets.sources import financebench_pdf
-
     names: dict[str, None] = {}
     for line in (root / QUESTIONS).read_text(encoding="utf-8").splitlines():
         if line.strip():
@@ -48,17 +50,12 @@ def _financebench_pdfs(root: Path) -> tuple:
 
 def cmd_download(args: argparse.Namespace) -> int:
     """``download <name> [--pdfs] [--force] [--dest DIR]``."""
-    from ragbench.datasets.download import dataset_dir, download
-    from ragbench.datasets.sources import SOURCES
-
     source = SOURCES.get(args.name)
     if source is None:
         print(f"no official download for {args.name!r}; downloadable: {', '.join(sorted(SOURCES))}", file=sys.stderr)
         return 2
     root = Path(args.dest).expanduser() if args.dest else dataset_dir(args.name)
     if args.zip:  # the official archive fetched by hand: checked against its published checksum, unpacked
-        from ragbench.datasets.download import install_archive
-
         install_archive(source, Path(args.zip).expanduser(), root)
     else:
         download(source, root, force=args.force, retries=args.retries)
@@ -82,8 +79,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from hydra.utils import instantiate
     from rich.console import Console
     from rich.table import Table
-
-    from ragbench.datasets.stats import summarize
 
     es = instantiate(load_config(args.name, args.overrides)).load()
     s = summarize(es)
@@ -116,9 +111,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """``list``: dataset options and their cache state."""
-    from ragbench.datasets.download import dataset_dir, is_present
-    from ragbench.datasets.sources import SOURCES
-
     for name in _options():
         source = SOURCES.get(name)
         state = ("downloaded" if is_present(source, dataset_dir(name)) else "not downloaded") if source else "local only"
@@ -128,22 +120,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """``generate key=value ...``: see ragbench/datasets/evalgen/cli.py."""
-    from ragbench.datasets.evalgen.cli import cmd_generate as generate
-
     return generate(args.overrides)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``inspect FILE [--docs DIR] [-n N]``: see ragbench/datasets/inspect_set.py."""
-    from ragbench.datasets.inspect_set import inspect_file
-
     return inspect_file(Path(args.file), docs=args.docs, examples=args.examples)
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
     """``preview dataset=NAME ... --max-depth D --limit N [--json]``: see ragbench/preview.py."""
-    from ragbench.preview import preview, render
-
     print(render(preview(args.overrides, max_depth=args.max_depth, limit=args.limit), as_json=args.json))
     return 0
 

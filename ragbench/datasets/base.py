@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.datasets.checks import check_documents, unique_ids, usable_queries
+from ragbench.datasets.download import ensure_downloaded
 from ragbench.datasets.limits import DEFAULT_MAX_DECOMPRESSED_MB, DEFAULT_MAX_DOCUMENT_MB, Limits
 from ragbench.datasets.reader import FileReader, download_hint, require
+from ragbench.datasets.sampling import check_max_queries, check_spec, sample
 from ragbench.datasets.sources import SOURCES
-from ragbench.errors import DatasetError
+from ragbench.errors import ConfigError, DatasetError
+from ragbench.reuse import LAST, file_signature
 from ragbench.types import Document, EvalSet, Query
 
 # FileReader, require and download_hint moved to ragbench.datasets.reader; adapters import them from here
@@ -77,9 +80,6 @@ class BaseAdapter:
         max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB,
         max_decompressed_mb: float = DEFAULT_MAX_DECOMPRESSED_MB,
     ) -> None:
-        from ragbench.datasets.sampling import check_max_queries, check_spec
-        from ragbench.errors import ConfigError
-
         if variant not in VARIANTS:
             raise ConfigError(f"dataset.variant={variant!r} is not valid; choose one of {list(VARIANTS)}")
         check_spec(num_docs=num_docs, sample_size=sample_size, stratify=stratify, seed=seed)
@@ -108,8 +108,6 @@ class BaseAdapter:
                 )
             return root
         if self.variant == "full":
-            from ragbench.datasets.download import ensure_downloaded
-
             return ensure_downloaded(self.name)
         return bundled_sample(self.name)
 
@@ -135,8 +133,6 @@ class BaseAdapter:
         """Reads, samples and fingerprints the dataset; in a sweep, a later job with the same dataset
         configuration reuses the set the previous job read when no file it read has changed
         (``ragbench.reuse``)."""
-        from ragbench.reuse import LAST, file_signature
-
         state = sorted((k, repr(v)) for k, v in vars(self).items() if k not in ("id_files", "evidence_level"))
         evalset, id_files = LAST.get(
             "dataset", (type(self).__module__, type(self).__qualname__, repr(state)), (),
@@ -145,8 +141,6 @@ class BaseAdapter:
         return evalset
 
     def _load(self) -> EvalSet:
-        from ragbench.datasets.sampling import sample
-
         reader = FileReader(dataset=self.name, root=self.root(), limits=self.limits, own=self.own_files)
         docs, queries, stats = self._read(reader)
         where = ", ".join(dict.fromkeys(str(reader.root / rel) for rel, _ in reader.digests())) or str(reader.root)

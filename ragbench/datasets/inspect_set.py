@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragbench.datasets.base import FileReader, fingerprint
+from ragbench.datasets.custom import CustomAdapter
 from ragbench.datasets.customqa import parse_easyrag
 from ragbench.errors import DatasetError
 from ragbench.evidence import EvidenceMatcher
+from ragbench.ingest.hierarchical import HierarchicalChunker
 from ragbench.text import normalize
 from ragbench.types import ChunkTree, Evidence, Query
 
@@ -109,10 +112,6 @@ def inspect_samples(samples: Sequence[Any], tree: ChunkTree | None, *, file: str
 
 def _tree(read: Mapping[str, str], chunker_params: Mapping[str, Any]) -> tuple[ChunkTree, str]:
     from collections import defaultdict
-
-    from ragbench.datasets.base import FileReader, fingerprint
-    from ragbench.datasets.custom import CustomAdapter
-    from ragbench.ingest.hierarchical import HierarchicalChunker
 
     adapter = CustomAdapter(name="custom", path=read["dataset_path"], docs_dir=read.get("docs_dir") or ".",
                             text_encoding=read.get("text_encoding") or "utf-8")

@@ -32,7 +32,9 @@ from typing import Any
 
 from ragbench.cache.files import json_sha256
 from ragbench.cache.root import download_root
+from ragbench.embed.onnx_backend import export_key, exported_model, swap_in
 from ragbench.errors import RagbenchError
+from ragbench.gc_tuning import long_lived
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +127,6 @@ def min_cosine(source: str, exported: Path, backend: str, max_seq_length: int | 
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from ragbench.embed.onnx_backend import swap_in
-    from ragbench.gc_tuning import long_lived
-
     with long_lived():
         st = SentenceTransformer(source, device="cpu")
     if max_seq_length:
@@ -147,14 +146,10 @@ Export = Callable[[str, str], Path]
 
 
 def _export(source: str, revision: str) -> Path:
-    from ragbench.embed.onnx_backend import exported_model
-
     return exported_model(source, revision, quantize=False)
 
 
 def _export_key(source: str, revision: str) -> str:
-    from ragbench.embed.onnx_backend import export_key
-
     return export_key(source, revision, False)
 
 

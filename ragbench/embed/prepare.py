@@ -15,7 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ragbench.errors import RagbenchError
+from ragbench.embed import auto
+from ragbench.embed.onnx_backend import exported_model, require_runtime
+from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder
+from ragbench.errors import ConfigError, RagbenchError
 
 PROG = "python -m ragbench.embed"
 USAGE = f"{PROG} prepare [embedder.K=V]"
@@ -60,8 +63,6 @@ def _embedder(overrides: Sequence[str]) -> object:
     from hydra.utils import instantiate
     from omegaconf.errors import OmegaConfBaseException
 
-    from ragbench.errors import ConfigError
-
     bad = [o for o in overrides if not o.lstrip("+~").startswith("embedder")]
     if bad:
         raise ConfigError(f"{bad[0]!r} is not an embedder.* override; fix: drop it")
@@ -83,10 +84,6 @@ def _embedder(overrides: Sequence[str]) -> object:
 
 def prepare(overrides: Sequence[str]) -> str:
     """Does the one-time work; returns the line saying what jobs will run."""
-    from ragbench.embed import auto
-    from ragbench.embed.onnx_backend import exported_model, require_runtime
-    from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder
-
     emb = _embedder(overrides)
     if not isinstance(emb, SentenceTransformerEmbedder):
         return f"nothing to prepare: {type(emb).__name__} runs no local model"
@@ -115,8 +112,6 @@ def prepare(overrides: Sequence[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the CLI; exit 0 when the embedder is ready, 2 on a usage or config error, 1 when it cannot
     load."""
-    from ragbench.errors import ConfigError
-
     args = parser().parse_args(argv)
     start = time.monotonic()
     try:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ragbench import interrupts, session
 from ragbench.embed import auto
-from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime
+from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime, swap_in
 from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
@@ -46,8 +46,6 @@ def shared_model(source: str, device: str | None, max_seq_length: int | None,  #
 
                 st = SentenceTransformer(source, device=device)
                 if exported:
-                    from ragbench.embed.onnx_backend import swap_in
-
                     swap_in(st, Path(exported), backend)
             if max_seq_length:
                 st.max_seq_length = max_seq_length

@@ -20,8 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ragbench import session
-from ragbench.errors import ConfigError, RagbenchError
+from ragbench import offline, session
+from ragbench.budget import Budget
+from ragbench.cache.replies import reply_store
+from ragbench.errors import ConfigError, JobFailedError, RagbenchError
+from ragbench.identity import job_hash
+from ragbench.judge.build import build_judges
+from ragbench.judge.calibrate import calibrate
+from ragbench.judge.calibration_settings import Settings
+from ragbench.judge.labels import LabelSet, load_labels, sample_path
+from ragbench.plan.cli import expand
+from ragbench.protocols import LoggedParams, LoggedTags
+from ragbench.record import ERROR_TAG, RecordWriter, begun, calibrated, failed, item_record
+from ragbench.tracking.mlflow_sink import log_failure, log_files, log_results, open_run, start_params
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -62,8 +73,6 @@ def settings_of(cfg: DictConfig) -> Any:
     """The ``Settings`` of a composed config."""
     from omegaconf import OmegaConf
 
-    from ragbench.judge.calibration_settings import Settings
-
     values = {k: OmegaConf.to_object(cfg[k]) if OmegaConf.is_config(cfg[k]) else cfg[k] for k in SETTINGS_KEYS}
     values["probes"] = tuple(values["probes"] or ())
     keys = cfg.get("keys")
@@ -91,8 +100,6 @@ def run_name(number: int, overrides: Sequence[str]) -> str:
 
 def run_params(labels: LabelSet, judges: dict[str, Any]) -> dict[str, Any]:
     """What the config does not show: the labels file (path, hash, items) and the judges' own params."""
-    from ragbench.protocols import LoggedParams
-
     params: dict[str, Any] = {"labels.path": labels.path, "labels.sha256": labels.sha256,
                               "labels.n": len(labels.items)}
     for judge in judges.values():
@@ -105,8 +112,6 @@ def record_calibration(writer: RecordWriter, record: RunRecord, labels: LabelSet
                        cal: Calibration) -> RunRecord:
     """A case line per labelled item into ``writer`` (``ragbench.record.item_record``); returns ``record``
     with the calibration's results (``ragbench.record.calibrated``)."""
-    from ragbench.record import calibrated, item_record
-
     for item, row in zip(labels.items, cal.rows, strict=True):
         writer.case(item_record(item, row))
     return calibrated(record, labels, cal)
@@ -136,16 +141,6 @@ def run_one(number: int, overrides: Sequence[str], labels_arg: str, tracker_pare
     MLflow sink (``ragbench.tracking.mlflow_sink``), whatever way the run ends."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
-
-    from ragbench.budget import Budget
-    from ragbench.cache.replies import reply_store
-    from ragbench.identity import job_hash
-    from ragbench.judge.build import build_judges
-    from ragbench.judge.calibrate import calibrate
-    from ragbench.judge.labels import LabelSet, load_labels, sample_path
-    from ragbench.protocols import LoggedTags
-    from ragbench.record import RecordWriter, begun
-    from ragbench.tracking.mlflow_sink import log_results, open_run, start_params
 
     cfg = compose(overrides)
     labels = load_labels(sample_path() if labels_arg == "sample" else labels_arg)
@@ -203,10 +198,6 @@ def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, recor
     """The record's end into its file and into MLflow (``run.json`` and ``cases.jsonl``; a failure's error as
     its ``ragbench.error`` tag, as a job's), then the run's status. A FINISHED run whose record cannot be
     logged ends FAILED and raises (one line)."""
-    from ragbench.errors import JobFailedError
-    from ragbench.record import ERROR_TAG, failed
-    from ragbench.tracking.mlflow_sink import log_failure, log_files
-
     text = None if error is None else f"{type(error).__name__}: {error}"
     record = record if text is None else failed(record, text, {})
     lost: Exception | None = None
@@ -227,8 +218,6 @@ def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, recor
 
 def calibrate_command(args: Sequence[str]) -> int:
     """``calibrate LABELS [-m] overrides``; returns the exit code."""
-    from ragbench.plan.cli import expand
-
     if any(a in ("-h", "--help") for a in args):
         print(USAGE)
         return 0
@@ -275,8 +264,6 @@ def calibrate_command(args: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatches the subcommand; returns the exit code."""
-    from ragbench import offline
-
     offline.set_defaults()
     session.begin()  # the process's run state: the ledger the judges book to (ragbench.session)
 

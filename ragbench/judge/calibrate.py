@@ -17,13 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ragbench.errors import ConfigError, LLMError
+from ragbench.cache import keys
+from ragbench.cache.entries import verdict_with_notes
+from ragbench.errors import ConfigError, JobFailedError, LLMError
+from ragbench.judge.aggregate import metric_name
 from ragbench.judge.agreement import Agreement, Interval, agreement
 from ragbench.judge.calibration_settings import Settings
 from ragbench.judge.labels import LabelledItem, LabelSet
 from ragbench.judge.probes import ProbeResult, Scorer, run_probe
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.metric_info import MetricInfo
+from ragbench.protocols import ExplainingJudge, Judge
 from ragbench.types import Answer, Context
 
 log = logging.getLogger(__name__)
@@ -43,8 +47,6 @@ class Calibration:
     def metrics(self) -> dict[str, float]:
         """Flat MLflow metrics: ``calibration/<rubric>/{accuracy,kappa}`` with ``_ci_low``/``_ci_high``,
         ``n``, ``judge_failed``, ``by_type/<type>/calibration/<rubric>/...`` and ``probe/<name>/<stat>``."""
-        from ragbench.judge.aggregate import metric_name
-
         out: dict[str, float] = dict(self.usage)
         for rubric, agr in self.agreements.items():
             base = f"calibration/{metric_name(rubric)}"
@@ -110,10 +112,6 @@ def make_scorer(judges: Mapping[str, Any], cache: Any = None) -> Scorer:
     judge's call failed after its retries (an open circuit still stops the run). A model judge's
     verdict is a stage record of ``cache`` (a ``StageCache``), keyed as a job's verdicts are plus the
     label set's ``ask`` number (the repeat probe asks again): a rerun sends no request it already made."""
-    from ragbench.cache import keys
-    from ragbench.cache.entries import verdict_with_notes
-    from ragbench.protocols import ExplainingJudge
-
     def one(judge: Any, item: LabelledItem, contexts: Sequence[Context], answer: Answer, ask: int) -> dict[str, float]:
         query = item.query()
         if cache is None or not isinstance(judge, ExplainingJudge):
@@ -149,9 +147,6 @@ def _no_verdict(rubrics: Sequence[str], given: set[str], judges: Mapping[str, An
                 judge_model: str | None) -> None:
     """A rubric a judge was asked for (``Judge.score_keys``) with not one parseable verdict is said as such:
     no agreement can be measured, and "choose a judge that scores it" would be wrong advice."""
-    from ragbench.errors import JobFailedError
-    from ragbench.protocols import Judge
-
     asked = {k for judge in judges.values() if isinstance(judge, Judge) for k in judge.score_keys}
     empty = [r for r in rubrics if settings.key(r) in asked and settings.key(r) not in given]
     if empty:

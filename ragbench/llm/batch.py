@@ -29,6 +29,7 @@ from ragbench import interrupts
 from ragbench.cache.store import StageCache, make_key
 from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm.deadline import DeadlinePassed, within
+from ragbench.llm.loader import litellm
 from ragbench.llm.usage import max_cost_usd
 from ragbench.redact import mask_secrets
 from ragbench.session import LEDGER
@@ -79,8 +80,6 @@ class BatchReply:
 
 def batch_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
     """The cost of one batched request: litellm's batch prices, else BATCH_DISCOUNT x list price."""
-    from ragbench.llm.loader import litellm
-
     lib = litellm()
     unpriced = (lib.exceptions.ModelNotMappedError, ValueError, KeyError, TypeError, AttributeError)
     try:
@@ -142,8 +141,6 @@ class BatchRunner:
         ``stopped``). A batch recorded by an earlier run for the same requests is polled, not submitted."""
         if not bodies:
             return {}
-        from ragbench.llm.loader import litellm
-
         lib = litellm()
         key = self.key(bodies)
         record = self._recorded(key)

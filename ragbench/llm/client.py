@@ -20,6 +20,7 @@ from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
 from ragbench.errors import BudgetExhaustedError, ConfigError, LLMError
 from ragbench.llm import batch as batching
+from ragbench.llm import deadline
 from ragbench.llm.breaker import EndpointBreaker
 from ragbench.llm.cache import ReplyCache
 from ragbench.llm.deadline import DeadlinePassed, holding, within
@@ -33,6 +34,7 @@ from ragbench.llm.errors import (
     classify,
     fix_for,
 )
+from ragbench.llm.loader import litellm
 from ragbench.llm.local import is_local
 from ragbench.llm.replies import Completion, Embeddings, EmptyReply, embedding_vectors
 from ragbench.llm.retry import RetryPolicy
@@ -68,7 +70,9 @@ class LLMClient:
         """A model string ``local`` or ``local/<reference>`` is served in process: a ``LocalClient``
         (ragbench.llm.local), wherever an LLMClient is built (judges, query rewriting, datasets generate)."""
         if cls is LLMClient and is_local(kwargs.get("model")):
-            from ragbench.llm.local.client import LocalClient
+            from ragbench.llm.local.client import (  # deferred: import cycle ragbench.llm.client -> ragbench.llm.local.client
+                LocalClient,
+            )
 
             return super().__new__(LocalClient)
         return super().__new__(cls)
@@ -252,8 +256,6 @@ class LLMClient:
 
     def supports_response_format(self) -> bool:
         """Whether litellm sends ``response_format`` to this model's provider (imports litellm)."""
-        from ragbench.llm.loader import litellm
-
         lib = litellm()
         try:
             supported = lib.get_supported_openai_params(model=self.model) or []
@@ -409,8 +411,6 @@ class LLMClient:
         settled with its usage when it returns, a reply ``read`` refuses included (it was paid for)."""
         import openai
 
-        from ragbench.llm.loader import litellm
-
         lib = litellm()
         secret = os.environ.get(self.api_key_env) if self.api_key_env else None
         extra: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
@@ -478,8 +478,6 @@ def _usable(cache_if: Callable[[str], bool] | None) -> Callable[[dict[str, Any]]
 def _timed_out(exc: BaseException) -> bool:
     """Whether an attempt failed by timing out (the request left; the server may have processed it): a
     timeout of the client library, or the whole attempt's deadline (``ragbench.llm.deadline``) passed."""
-    from ragbench.llm import deadline
-
     running = deadline.current()
     return (isinstance(exc, LLMTimeoutError | TimeoutError) or (running is not None and running.passed)
             or classify(exc)[0] is LLMTimeoutError)
@@ -487,8 +485,6 @@ def _timed_out(exc: BaseException) -> bool:
 
 def _import_seconds() -> float:
     """Imports litellm on the first request; the seconds that took, kept out of the reply's latency."""
-    from ragbench.llm.loader import litellm
-
     begin = time.perf_counter()
     litellm()
     return time.perf_counter() - begin

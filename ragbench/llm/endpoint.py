@@ -94,7 +94,9 @@ class LLMEndpoint:
     def client(self, **options: Any) -> LLMClient:
         """The LLM client of this endpoint; ``options``: the client's own (``cache``), settings that differ
         for this client, and for a ``local`` model (a ``LocalClient``) the local keys (device, dtype...)."""
-        from ragbench.llm.client import LLMClient
+        from ragbench.llm.client import (  # deferred: import cycle ragbench.llm.endpoint -> ragbench.llm.client
+            LLMClient,
+        )
 
         return LLMClient(**{**self.settings(), **options})
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
+from ragbench.llm.loader import litellm
+
 TAG = "ragbench.cost_basis"
 BASES = ("priced", "unpriced", "local", "none")
 
@@ -30,8 +32,6 @@ class CostBasis(Protocol):
 def has_price(model: str) -> bool:
     """Whether litellm's offline cost map gives ``model`` a price above 0 (1,000 prompt + 1,000 completion
     tokens); a model it does not map, or maps at 0 (``ollama/...``), has none."""
-    from ragbench.llm.loader import litellm
-
     lib = litellm()
     try:
         prompt, completion = lib.cost_per_token(model=model, prompt_tokens=1000, completion_tokens=1000)

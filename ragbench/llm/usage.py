@@ -8,6 +8,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragbench.llm.loader import litellm
 from ragbench.types import Usage
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,6 @@ def _int(value: Any) -> int:
 def cost_usd(response: Any, *, model: str, call_type: str = "completion") -> float:
     """``litellm.completion_cost`` of the response; 0.0 (warned once per model) when it is not priced."""
     import openai
-
-    from ragbench.llm.loader import litellm
 
     lib = litellm()
     try:
@@ -95,8 +94,6 @@ def max_cost_usd(*, model: str, messages: Sequence[Mapping[str, str]] | None = N
     tokens (litellm's ``token_counter``) and ``max_tokens`` completion tokens (else the model's
     ``max_output_tokens``), priced by litellm's offline cost map; 0.0 for a model it does not price
     (whose cost is logged as 0, ``cost_usd``). An embedding request has no completion tokens."""
-    from ragbench.llm.loader import litellm
-
     lib = litellm()
     try:
         if messages is None:
@@ -116,8 +113,6 @@ def estimated_usage(*, model: str, messages: Sequence[Mapping[str, str]] | None 
     """The work of an attempt that timed out, which the server may still have done: its prompt tokens
     (litellm's ``token_counter``: an estimate, the server never said) priced by the cost map, and no
     completion tokens (unknown: a lower bound). Zero when litellm cannot count for the model."""
-    from ragbench.llm.loader import litellm
-
     lib = litellm()
     try:
         if messages is None:

@@ -17,8 +17,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragbench import redact
+from ragbench.build import build
+from ragbench.errors import RagbenchError
+from ragbench.llm.loader import litellm
 from ragbench.plan.predict import JobPlan, predict
-from ragbench.plan.rates import llm_rate_key
+from ragbench.plan.rates import llm_rate_key, read_rates
+from ragbench.tracking.store import os_reason
 
 FLAGS = ("plan=true", "plan=True", "plan=1")
 
@@ -53,8 +58,6 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 
 
 def _price(model: str, prompt: float, completion: float) -> float | None:
-    from ragbench.llm.loader import litellm
-
     lib = litellm()
     try:
         p, c = lib.cost_per_token(model=model, prompt_tokens=int(prompt), completion_tokens=int(completion))
@@ -66,10 +69,6 @@ def _price(model: str, prompt: float, completion: float) -> float | None:
 def make_plan(overrides: Sequence[str]) -> dict[str, Any]:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
-
-    from ragbench import redact
-    from ragbench.build import build
-    from ragbench.plan.rates import read_rates
 
     jobs = expand([o for o in overrides if o not in ("-m", "--multirun")])
     plans: list[JobPlan] = []
@@ -169,8 +168,6 @@ def render(plan: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str], json_path: str | None) -> int:
-    from ragbench.errors import RagbenchError
-
     try:
         plan = make_plan(argv)
     except RagbenchError as exc:
@@ -181,8 +178,6 @@ def main(argv: Sequence[str], json_path: str | None) -> int:
         try:
             write_json(Path(json_path), plan)
         except OSError as exc:
-            from ragbench.tracking.store import os_reason
-
             print(f"ragbench plan: cannot write plan.json={json_path} ({os_reason(Path(json_path), exc)}); the plan is "
                   "printed above; fix: name a file in a writable folder, e.g. plan.json=plan.json", file=sys.stderr)
             return 1

@@ -17,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbench.expand import count_tokens
+from ragbench.protocols import PromptedGenerator, PromptedJudge
+
 if TYPE_CHECKING:
     from ragbench.cache.store import StageCache
     from ragbench.components import Components, JobResult
@@ -43,8 +46,6 @@ def _write(cache_dir: Path, rates: dict[str, dict[str, float]]) -> None:
 
 def words(messages: Sequence[Mapping[str, str]]) -> int:
     """A request's prompt size in whitespace words (the plan's unit, that of ``context/tokens``)."""
-    from ragbench.expand import count_tokens
-
     return sum(count_tokens(str(m.get("content", ""))) for m in messages)
 
 
@@ -57,8 +58,6 @@ def llm_rate_key(role: str, model: str, prompt_words: float) -> str:
 
 def judge_model(components: Components) -> str:
     """The judge role's model as the plan names it: the prompted judges' models, sorted and joined."""
-    from ragbench.protocols import PromptedJudge
-
     return ",".join(sorted({j.model for j in components.judges.values() if isinstance(j, PromptedJudge)}))
 
 
@@ -66,8 +65,6 @@ def llm_rates(components: Components, result: JobResult) -> dict[str, dict[str, 
     """Seconds per request of the generator and of the judges, each under ``llm_rate_key``: the generator's
     over its fresh (uncached) answers; the judges' as their time over the requests they sent
     (``llm/judge_calls``), at the mean prompt size of their requests."""
-    from ragbench.protocols import PromptedGenerator, PromptedJudge
-
     out: dict[str, dict[str, Any]] = {}
     gen = components.generator
     fresh = [c for c in result.cases if c.answer is not None and not c.answer.usage.cached]

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.ingest.document import document_of
 from ragbench.types import Hit, Query
 
 COLUMNS = "qid Q0 id rank score tag"
@@ -145,8 +146,6 @@ class RunFileRetriever:
     def build(self, *, ids: Sequence[str], texts: Sequence[str], vectors: np.ndarray | None = None) -> None:
         """Maps every id of the run onto the searchable chunks; an id that names neither a chunk nor a
         document with one unit is a RunFileError naming it."""
-        from ragbench.ingest.document import document_of
-
         units: dict[str, list[str]] = defaultdict(list)
         for cid in ids:
             units[document_of(cid)].append(cid)

@@ -23,9 +23,11 @@ from urllib.request import url2pathname
 from ragbench import session
 from ragbench.errors import ConfigError
 from ragbench.gc_tuning import long_lived
+from ragbench.record import REUSED_FROM
 from ragbench.redact import is_secret_key, redact_objs
 from ragbench.redact import redact as redact_text
 from ragbench.tracking import store
+from ragbench.tracking.environment import source_tags
 from ragbench.tracking.full_disk import FullDiskGuard
 from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
 
@@ -144,8 +146,6 @@ class MlflowTracker:
 
     def _create(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None,
                 start_time: int | None) -> Any:
-        from ragbench.tracking.environment import source_tags
-
         all_tags = {**source_tags(), **{k: redact_text(str(v)) for k, v in tags.items()}}
         all_tags[OWNER_TAG] = owner()
         if parent_run_id:
@@ -161,8 +161,6 @@ class MlflowTracker:
         overrides, origin). A copy made by an older ragbench (params, metrics, tags) is copied from its
         origin."""
         from mlflow.entities import Metric
-
-        from ragbench.record import REUSED_FROM
 
         origin_id = str(tags.get(REUSED_FROM) or source.info.run_id)
         if origin_id != source.info.run_id:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragbench.judge.aggregate import FAILED_BY, coverage
+from ragbench.tracking.runs_table import tied
 
 # Off a terminal (CI logs, pipes) rich would assume 80 columns and squeeze the tables.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
@@ -164,8 +165,6 @@ def rank_within_dataset(rows: list[dict[str, Any]], sort_by: str) -> list[dict[s
         score = r.get(sort_by)
         return (order[str(r.get("dataset", ""))], bool(r.get("baseline")), r.get("status") != "FINISHED",
                 -float(score) if isinstance(score, int | float) else float("inf"))
-
-    from ragbench.tracking.runs_table import tied
 
     out = sorted(rows, key=key)
     seen: dict[str, int] = {}

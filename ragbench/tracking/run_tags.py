@@ -5,6 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ragbench.llm.local import is_local
+from ragbench.llm.pricing import TAG, CostBasis, cost_basis, has_price
+from ragbench.protocols import LoggedParams, LoggedTags, PromptedGenerator, PromptedJudge, RemoteEmbedder
+from ragbench.query.transforms import LLMTransform
+from ragbench.routing import routing_tag
+
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
@@ -14,8 +20,6 @@ if TYPE_CHECKING:
 def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
     """The run's tags known before the pipeline runs: models, stages, routing, cost basis (the environment is
     the record's ``versions``, which the sink logs as tags: ``ragbench.tracking.mlflow_sink.mlflow_tags``)."""
-    from ragbench.routing import routing_tag
-
     return {
         "ragbench.generator": components.generator.identity if components.generator else "none",
         "ragbench.stages": str(cfg.get("stages", "all")),
@@ -29,11 +33,6 @@ def called_models(components: Components) -> tuple[list[str], int]:
     """(litellm model strings, local models) of the models a job calls: the generator, the model judges, an
     LLM query transform and an embedding API; a model ragbench runs itself (``local``, ``local/<ref>``:
     ``llm=local``, ``judge.backend=local``) or a component declaring ``cost_basis = "local"`` counts as local."""
-    from ragbench.llm.local import is_local
-    from ragbench.llm.pricing import CostBasis
-    from ragbench.protocols import PromptedGenerator, PromptedJudge, RemoteEmbedder
-    from ragbench.query.transforms import LLMTransform
-
     models: list[str] = []
     local = 0
     for part in (components.generator, *components.judges.values(), components.query, components.embedder):
@@ -57,8 +56,6 @@ def called_models(components: Components) -> tuple[list[str], int]:
 def cost_tag(components: Components, price: Callable[[str], bool] | None = None) -> dict[str, str]:
     """``ragbench.cost_basis`` (``ragbench.llm.pricing``): priced, unpriced, local or none; ``price``: whether a
     model has a price (default: litellm's offline cost map, imported only when some model is called)."""
-    from ragbench.llm.pricing import TAG, cost_basis, has_price
-
     models, local = called_models(components)
     return {TAG: cost_basis(models, local=local, price=price or has_price)}
 
@@ -69,8 +66,6 @@ def _logged(components: Components) -> list[Any]:
 
 def component_params(components: Components) -> dict[str, Any]:
     """What the config does not show: prompt and rubric file hashes of the generator and judges."""
-    from ragbench.protocols import LoggedParams
-
     out: dict[str, Any] = {}
     for comp in _logged(components):
         if isinstance(comp, LoggedParams):
@@ -80,8 +75,6 @@ def component_params(components: Components) -> dict[str, Any]:
 
 def component_tags(components: Components) -> dict[str, str]:
     """Run tags the generator and judges add (``LoggedTags``)."""
-    from ragbench.protocols import LoggedTags
-
     out: dict[str, str] = {}
     for comp in _logged(components):
         if isinstance(comp, LoggedTags):

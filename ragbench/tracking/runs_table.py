@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragbench.metric_keys import find, sweep_columns, sweep_ranks
-from ragbench.tracking.run_names import short_items
+from ragbench.tracking.run_names import short_items, split_overrides, swept_keys
 
 if TYPE_CHECKING:
     from ragbench.tracking.run_records import RecordedRun
@@ -265,8 +265,6 @@ def sweep_keys_of(client: Any, runs: Sequence[Any]) -> list[str]:
     """The keys the command line of the runs' one sweep varied (its parent run's
     ``ragbench.sweep_overrides``); [] when the runs come from several sweeps or none, or the parent cannot be
     read."""
-    from ragbench.tracking.run_names import split_overrides, swept_keys
-
     parents = {r.data.tags.get("mlflow.parentRunId") for r in runs}
     if len(parents) != 1 or None in parents:
         return []

@@ -84,10 +84,10 @@ def overrides(server, tmp_path: Path, name: str, *extra: str) -> list[str]:
     return [
         "retrieval=bm25", f"dataset.sample_size={N}", f"cache.dir={tmp_path}/cache",
         "llm=openai_compatible", f"llm.model=openai/gen-{name}", f"llm.api_base={server.url}",
-        "llm.api_key_env=RAGBENCH_FAULT_KEY", "llm.num_retries=1", "llm.backoff_s=0", "llm.timeout=1",
+        "llm.api_key_env=RAGBENCH_FAULT_KEY", "llm.num_retries=1", "llm.backoff_s=0", "llm.timeout=3",
         "llm.max_concurrency=2",
         "judge=[lexical,llm]", f"judge.model=openai/judge-{name}", f"judge.api_base={server.url}",
-        "judge.api_key_env=RAGBENCH_FAULT_KEY", "judge.num_retries=1", "judge.backoff_s=0", "judge.timeout=1",
+        "judge.api_key_env=RAGBENCH_FAULT_KEY", "judge.num_retries=1", "judge.backoff_s=0", "judge.timeout=3",
         *extra,
     ]
 
@@ -127,7 +127,8 @@ def judge_calls(row: dict) -> int:
 FAULTS = {  # name: (what the fault hits, the fault, attempts per faulted call, the case's error class)
     "429": ("judge", Step(status=429), 2, "LLMRateLimitError"),
     "500": ("answer", Step(status=500), 2, "LLMServerError"),
-    "stall": ("judge", Step(delay_s=2.5), 2, "LLMTimeoutError"),
+    # timeouts of 3 s (a loaded CI machine answers a normal request well within them), the stall twice that
+    "stall": ("judge", Step(delay_s=6), 2, "LLMTimeoutError"),
     "garbage": ("answer", Step(garbage=True), 2, "LLMServerError"),
     "empty_choices": ("answer", Step(no_choices=True), 2, "LLMResponseError"),
     "huge": ("answer", Step(size=5_000_000), 1, "LLMReplyTooLargeError"),

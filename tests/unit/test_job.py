@@ -117,7 +117,7 @@ PATHS = {
 @pytest.fixture(autouse=True)
 def _no_git(monkeypatch):
     monkeypatch.setattr(job_module, "job_hash", lambda resolved: "h" * 16)
-    monkeypatch.setattr("ragbench.tracking.run_tags.start_tags", lambda cfg, components: {"ragbench.stages": "all"})
+    monkeypatch.setattr("ragbench.job.start_tags", lambda cfg, components: {"ragbench.stages": "all"})
 
 
 def _job(tmp_path, cfg=CFG, *, multirun: bool) -> Job:

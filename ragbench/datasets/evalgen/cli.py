@@ -10,14 +10,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbench import __version__
+from ragbench import __version__, offline
 from ragbench.cache.replies import reply_store
+from ragbench.datasets.base import FileReader, fingerprint
+from ragbench.datasets.custom import CustomAdapter
 from ragbench.datasets.evalgen.dedup import Deduplicator
 from ragbench.datasets.evalgen.journal import Journal, check_share, write_set
 from ragbench.datasets.evalgen.plan import plan
 from ragbench.datasets.evalgen.prompts import load_generation_prompts
 from ragbench.datasets.evalgen.runner import RunResult, Settings, SlotWorker, drop_fix, run
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.llm.endpoint import SETTINGS, LLMEndpoint
+from ragbench.llm.local import local_model
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -55,9 +59,6 @@ def documents(cfg: DictConfig) -> tuple[list[Document], str, dict[str, int], dic
     corpus; ``inspect`` reads the folder again the same way."""
     from hydra.utils import instantiate
 
-    from ragbench.datasets.base import FileReader, fingerprint
-    from ragbench.datasets.custom import CustomAdapter
-
     adapter = instantiate(cfg.dataset)
     if not isinstance(adapter, CustomAdapter):
         raise ConfigError(f"generate reads your own documents, not dataset={cfg.dataset.name}\n  fix: run with "
@@ -75,14 +76,10 @@ def client(node: Any, *, role: str, overrides: dict[str, Any] | None = None) -> 
     """The LLMClient of an ``llm``-style node's ``LLMEndpoint`` (the same keys, retries, cache and key
     handling as jobs), with ``overrides`` (the critic's) over it; ``llm=local``: the local client, which
     also takes the node's local keys (device, dtype...)."""
-    from ragbench.llm.endpoint import SETTINGS, LLMEndpoint
-
     settings = {k: node[k] for k in node if k in SETTINGS}
     settings.update(overrides or {})
     local: dict[str, Any] = {}
     if node.get("_target_") == LOCAL_TARGET:
-        from ragbench.llm.local import local_model
-
         local = {k: node[k] for k in node if k not in SETTINGS and k not in ("_target_", "prompt", "dataset")}
         settings["model"] = local_model(settings.get("model"))  # the critic's too (critic.model: ${llm.model})
     return LLMEndpoint.of(role, None, settings, max_tokens=None).client(**local)
@@ -140,8 +137,6 @@ def summary(result: RunResult, *, planned: Counter[str], cost: float, files: lis
 def cmd_generate(overrides: list[str]) -> int:
     """Runs a generation; returns the exit code."""
     from hydra.utils import instantiate
-
-    from ragbench import offline
 
     offline.set_defaults()
 

@@ -49,7 +49,7 @@ def test_the_earlier_report_is_copied_not_recomputed(monkeypatch):
     key = analysis.report_key(jobs, 2000)
     tracker = FakeTracker([_run("p-failed", "sweep", {analysis.REPORT_KEY: key}, status="FAILED"),
                            _run("p1", "sweep", {analysis.REPORT_KEY: key})])
-    monkeypatch.setattr("ragbench.compare.select.find_runs", lambda *a, **k: (jobs, []))
+    monkeypatch.setattr("ragbench.compare.analysis.find_runs", lambda *a, **k: (jobs, []))
 
     def no_recompute(*a, **k):
         raise AssertionError("the report was recomputed")

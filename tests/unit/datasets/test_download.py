@@ -282,7 +282,7 @@ def test_cli_financebench_pdfs_end_to_end(server, tmp_path, monkeypatch, pdf):
         _Handler.files[f"/data/{f.name}"] = f.read_bytes()
     monkeypatch.setitem(sources.SOURCES, "financebench", DatasetSource(name="financebench", homepage="h", files=tuple(
         RemoteFile(dest=f"data/{f.name}", urls=(f"{url}/data/{f.name}",), sha256=None) for f in data.iterdir())))
-    monkeypatch.setattr(sources, "financebench_pdf", lambda n: RemoteFile(
+    monkeypatch.setattr("ragbench.datasets.__main__.financebench_pdf", lambda n: RemoteFile(
         dest=f"pdfs/{n}.pdf", urls=(f"{url}/pdfs/{quote(n)}.pdf",), sha256=None))
     assert main(["download", "financebench", "--pdfs", "--dest", str(tmp_path / "fb")]) == 0
     assert len(list((tmp_path / "fb/pdfs").glob("*.pdf"))) == len(names) == 27

@@ -72,7 +72,8 @@ class Lib:
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, lib: Lib) -> Lib:
-    monkeypatch.setattr("ragbench.llm.loader.litellm", lambda: lib)
+    for user in ("ragbench.llm.batch", "ragbench.llm.client", "ragbench.llm.usage"):  # each binds loader.litellm
+        monkeypatch.setattr(f"{user}.litellm", lambda: lib)
     return lib
 
 

@@ -204,7 +204,8 @@ class FakeLib:
 @pytest.fixture()
 def lib(monkeypatch):
     fake = FakeLib()
-    monkeypatch.setattr("ragbench.llm.loader.litellm", lambda: fake)
+    for user in ("ragbench.llm.batch", "ragbench.llm.client", "ragbench.llm.usage"):  # each binds loader.litellm
+        monkeypatch.setattr(f"{user}.litellm", lambda: fake)
     return fake
 
 

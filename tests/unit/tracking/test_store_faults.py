@@ -159,7 +159,7 @@ COMPONENTS = SimpleNamespace(generator=None, embedder=None, routes={}, judges={"
 @pytest.fixture(autouse=True)
 def _no_git(monkeypatch):
     monkeypatch.setattr(job_module, "job_hash", lambda resolved: "h" * 16)
-    monkeypatch.setattr("ragbench.tracking.run_tags.start_tags", lambda cfg, components: {})
+    monkeypatch.setattr("ragbench.job.start_tags", lambda cfg, components: {})
 
 
 def _cfg(tmp: Path) -> Any:

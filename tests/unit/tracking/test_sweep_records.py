@@ -185,7 +185,7 @@ def _hash(monkeypatch):
     from ragbench import job as job_module
 
     monkeypatch.setattr(job_module, "job_hash", lambda resolved: "h" * 16)
-    monkeypatch.setattr("ragbench.tracking.run_tags.start_tags",
+    monkeypatch.setattr("ragbench.job.start_tags",
                         lambda cfg, components: {"ragbench.stages": "all"})
 
 
