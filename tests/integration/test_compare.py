@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.jobs import python_module
+
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +25,7 @@ def sweep(tmp_path_factory):
     from mlflow import MlflowClient
 
     cwd = tmp_path_factory.mktemp("compare")
-    proc = _python(["ragbench", "-m", "dataset=locomo", "retrieval=bm25,dense"], cwd)
+    proc = python_module(["ragbench", "-m", "dataset=locomo", "retrieval=bm25,dense"], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(tracking_uri=f"sqlite:///{cwd}/mlruns/mlflow.db")
     exp = client.get_experiment_by_name("ragbench")
@@ -41,7 +39,7 @@ def sweep(tmp_path_factory):
 
 def test_compare_latest_sweep_json_and_report(sweep):
     cwd, jobs, _, _ = sweep
-    proc = _python(["ragbench.compare", "--json", "out/cmp.json", "--report", "out/report"], cwd)
+    proc = python_module(["ragbench.compare", "--json", "out/cmp.json", "--report", "out/report"], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Holm correction" in proc.stdout and "failure taxonomy" in proc.stdout
     assert "the best of 2 configurations on answer/f1" in proc.stdout  # the default baseline is stated
@@ -124,29 +122,29 @@ def test_gate_against_better_baseline_and_itself(sweep):
     bm25, dense = jobs["bm25"].info.run_id, jobs["dense"].info.run_id
     gate = ["--metric", "retrieval/mrr_at_10", "--fail-on-regression"]
     # the MLflow way: bm25 ranks the LoCoMo evidence significantly better than dense on this sample
-    proc = _python(["ragbench.compare", "--runs", bm25, dense, "--baseline", bm25, *gate], cwd)
+    proc = python_module(["ragbench.compare", "--runs", bm25, dense, "--baseline", bm25, *gate], cwd)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "REGRESSION" in proc.stdout and "retrieval/mrr_at_10" in proc.stdout
     # the CI way: committed baseline files, no MLflow run needed for the baseline
-    assert _python(["ragbench.compare", "--runs", bm25, "--save-baseline", "bm25.json"], cwd).returncode == 0
-    assert _python(["ragbench.compare", "--runs", dense, "--save-baseline", "dense.json"], cwd).returncode == 0
-    proc = _python(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate], cwd)
+    assert python_module(["ragbench.compare", "--runs", bm25, "--save-baseline", "bm25.json"], cwd).returncode == 0
+    assert python_module(["ragbench.compare", "--runs", dense, "--save-baseline", "dense.json"], cwd).returncode == 0
+    proc = python_module(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate], cwd)
     assert proc.returncode == 1, proc.stdout[-3000:]
-    proc = _python(["ragbench", "compare", "--runs", dense, "--baseline-file", "dense.json", *gate], cwd)
+    proc = python_module(["ragbench", "compare", "--runs", dense, "--baseline-file", "dense.json", *gate], cwd)
     assert proc.returncode == 0, proc.stdout[-3000:]  # `ragbench compare` is the same command
     assert "gate: pass" in proc.stdout
     # a generous tolerance lets the same regression through
-    proc = _python(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate, "--tolerance", "0.5"],
+    proc = python_module(["ragbench.compare", "--runs", dense, "--baseline-file", "bm25.json", *gate, "--tolerance", "0.5"],
                    cwd)
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
 def test_usage_errors_exit_2(sweep):
     cwd, jobs, _, _ = sweep
-    proc = _python(["ragbench.compare", "--runs", "0123456789abcdef"], cwd)
+    proc = python_module(["ragbench.compare", "--runs", "0123456789abcdef"], cwd)
     assert proc.returncode == 2 and "no run '0123456789abcdef'" in proc.stderr
     assert "Traceback" not in proc.stderr
-    proc = _python(["ragbench.compare", "--metric", "answer/f2"], cwd)
+    proc = python_module(["ragbench.compare", "--metric", "answer/f2"], cwd)
     assert proc.returncode == 2 and "--metric answer/f2" in proc.stderr
 
 

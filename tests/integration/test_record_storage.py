@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -19,15 +16,11 @@ import pytest
 
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, STORED_FILE, RecordError, RunRecord, StoredRecord
 from ragbench.tracking.mlflow_sink import output_files
+from tests.fixtures.jobs import python_module
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 
 
-def _python(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +29,7 @@ def sweep(tmp_path_factory):
     from mlflow import MlflowClient
 
     cwd = tmp_path_factory.mktemp("stored")
-    proc = _python(["ragbench", "-m", "dataset=qasper", "dataset.sample_size=3", "retrieval=bm25",
+    proc = python_module(["ragbench", "-m", "dataset=qasper", "dataset.sample_size=3", "retrieval=bm25",
                     "retrieval.topk=3,5", f"cache.dir={cwd / 'cache'}", f"hydra.sweep.dir={cwd / 'multirun'}"], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     uri = f"sqlite:///{cwd}/mlruns/mlflow.db"
@@ -76,12 +69,12 @@ def test_each_record_file_is_stored_once(sweep, tmp_path):
 def test_compare_verify_and_export_read_the_stored_record(sweep, tmp_path):
     cwd, uri, client, jobs, _ = sweep
     rid = jobs[5].info.run_id
-    proc = _python(["ragbench.verify", rid, "--tracking-uri", uri], cwd)
+    proc = python_module(["ragbench.verify", rid, "--tracking-uri", uri], cwd)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    proc = _python(["ragbench.export", rid, "--tracking-uri", uri, "--trec", str(tmp_path / "run.txt")], cwd)
+    proc = python_module(["ragbench.export", rid, "--tracking-uri", uri, "--trec", str(tmp_path / "run.txt")], cwd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "run.txt").read_text().strip()
-    proc = _python(["ragbench.compare", "--json", str(tmp_path / "cmp.json")], cwd)
+    proc = python_module(["ragbench.compare", "--json", str(tmp_path / "cmp.json")], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {r["run"] for r in json.loads((tmp_path / "cmp.json").read_text())["records"]} == {
         r.info.run_id for r in jobs.values()}
@@ -99,7 +92,7 @@ def test_the_report_parameters_follow_the_record_not_the_run_name(sweep, tmp_pat
     cwd, _, client, jobs, folders = sweep
     small = jobs[3]
     assert "topk=3" in small.info.run_name
-    proc = _python(["ragbench.compare", "--report", str(tmp_path / "before")], cwd)
+    proc = python_module(["ragbench.compare", "--report", str(tmp_path / "before")], cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     head, rows = _sweep_table((tmp_path / "before" / "report.html").read_text())
     topk = head.index("topk")
@@ -111,7 +104,7 @@ def test_the_report_parameters_follow_the_record_not_the_run_name(sweep, tmp_pat
     data["config"]["retrieval"]["topk"] = 4
     stored.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     try:
-        proc = _python(["ragbench.compare", "--report", str(tmp_path / "after")], cwd)
+        proc = python_module(["ragbench.compare", "--report", str(tmp_path / "after")], cwd)
         assert proc.returncode == 0, proc.stderr[-3000:]
         head, rows = _sweep_table((tmp_path / "after" / "report.html").read_text())
         assert rows[small.info.run_id][head.index("topk")] == "4"  # the record's, not the name's 3

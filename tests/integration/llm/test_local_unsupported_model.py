@@ -1,23 +1,19 @@
-"""``llm=local`` with a GGUF file of an architecture transformers cannot read: the job fails in one line naming
-the architecture and the fix (exit 1, no traceback, no MLflow run left RUNNING), before any case is asked.
-The file is a real GGUF, written here with the gguf package (its header names architecture ``mamba9``)."""
+"""``llm=local`` with a GGUF file of an architecture transformers cannot read: the job fails in one line
+naming the architecture and the fix (exit 1, no traceback, no MLflow run left RUNNING), before any case is
+asked. The file is a real GGUF, written here with the gguf package (its header names architecture
+``mamba9``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.fixtures.local_model import require
 
 REPO = Path(__file__).resolve().parents[3]
-MISSING = [m for m in ("torch", "transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None]
-if MISSING and os.environ.get("RAGBENCH_REQUIRE_LOCAL") == "1":  # CI installs them: a skip there is a failure
-    raise ImportError(f"RAGBENCH_REQUIRE_LOCAL=1 but {', '.join(MISSING)} is not installed")
-if MISSING:
-    pytest.skip(f"needs {', '.join(MISSING)}: pip install -e '.[local]'", allow_module_level=True)
+require(("torch", "transformers", "gguf", "accelerate"), "pip install -e '.[local]'")
 
 
 def _gguf(path: Path, architecture: str) -> Path:
@@ -45,7 +41,8 @@ def test_an_architecture_transformers_cannot_read_fails_the_job_in_one_line(tmp_
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "architecture 'mamba9'" in line]
     assert lines, proc.stderr[-3000:]
-    assert "is not supported by transformers' GGUF reader; fix: use a model of a supported architecture" in lines[0]
+    fix = "is not supported by transformers' GGUF reader; fix: use a model of a supported architecture"
+    assert fix in lines[0]
     from mlflow import MlflowClient
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
