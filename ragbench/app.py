@@ -27,10 +27,11 @@ from ragbench.record import case_record
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.session import LEDGER
 from ragbench.stages import answer_stages, builds_llm
-from ragbench.sweep import parent_run_id
+from ragbench.sweep import in_this_process, parent_run_id, shared_ledger
 from ragbench.systems.components import system_metrics
 from ragbench.tracking.environment import embedder_dim_tag
 from ragbench.tracking.mlflow_tracker import MlflowTracker
+from ragbench.tracking.per_query import log_case
 from ragbench.tracking.report import job_summary
 from ragbench.tracking.run_names import job_run_name, read_sweep_keys
 
@@ -79,8 +80,15 @@ def run(cfg: DictConfig) -> float | None:
     """Runs one job and returns ``cfg.objective`` (for search sweepers), or None. The run's life (resume,
     start, record, end on every exit path) is ``ragbench.job.Job``'s."""
     name, parent, multirun = _job_name()
-    if LEDGER.stopped is not None and LEDGER.budget.scope == "sweep":  # the sweep's budget is spent
-        log.error("not started: %s", LEDGER.stopped)
+    # jobs in a launcher's worker processes share the sweep's budget through a file (ragbench.budget_file)
+    worker = multirun and not (parent is not None and in_this_process(parent))
+    shared = shared_ledger(HydraConfig.get().sweep.dir, parent) if worker else None
+    try:
+        stopped = LEDGER.sweep_stopped(shared)
+    except RagbenchError:
+        stopped = None  # an unreadable file: the job's first request says so, in its run
+    if stopped is not None:  # the sweep's budget is spent
+        log.error("not started: %s", stopped)
         return objective(cfg, {}, failed=True) if multirun else None
     built: Components | RagbenchError
     try:  # config errors first, before MLflow or any model is imported: they answer in about a second
@@ -95,15 +103,22 @@ def run(cfg: DictConfig) -> float | None:
         built = exc  # in a sweep the failed job is still recorded as a FAILED run
 
     def work(job: Job, components: Components) -> None:  # its results reach the record: job.finished
-        LEDGER.start_job(budget)
+        LEDGER.start_job(budget, shared=shared)
         before = LEDGER.snapshot()  # this job's LLM calls, tokens and cost: the ledger's difference
         components = answer_stages(components)  # a dataset without gold answers (BEIR): retrieval only, said
         preflight(components)  # a component that cannot load fails the job here, once, not every case
         writer = job.writer
         assert writer is not None
-        pipeline = Pipeline(components, cache=cache, progress=_CaseProgress(), on_case=lambda case, lookup: writer.case(
-            case_record(case, lookup.tree, lookup.evidence.get(case.query.qid), dataset=lookup.dataset,
-                        topk=components.topk, coverage=lookup.coverage.get(case.query.qid))))
+        per_query = bool(OmegaConf.select(cfg, "log.per_query", default=False))
+
+        def on_case(case: Any, lookup: Any) -> None:  # each finished case: its record line (and log line)
+            line = case_record(case, lookup.tree, lookup.evidence.get(case.query.qid), dataset=lookup.dataset,
+                               topk=components.topk, coverage=lookup.coverage.get(case.query.qid))
+            writer.case(line)
+            if per_query:
+                log_case(line, components.topk)
+
+        pipeline = Pipeline(components, cache=cache, progress=_CaseProgress(), on_case=on_case)
         result: JobResult = pipeline.run()
         no_gold = builds_llm(cfg) and pipeline.c.generator is None  # ran as stages=retrieval (answer_stages)
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]

@@ -4,8 +4,10 @@ request (every retry attempt too) is *reserved* before it is sent, so requests i
 the limit and no concurrency goes past it. Under ``max_usd`` a request reserves its maximum cost (its
 prompt tokens and ``max_tokens`` priced by litellm's cost map), adjusted to the real cost when the reply
 arrives. The session owns the ledger (``ragbench.session``: ``current().ledger``, or ``LEDGER`` at the call
-sites), one per process, so a sweep run by the basic launcher shares one budget across its jobs
-(launchers that run jobs in worker processes give each worker its own ledger).
+sites), one per process, so a sweep run by the basic launcher shares one budget across its jobs. Where
+a launcher runs jobs in worker processes (joblib, Ray, submitit), a sweep budget is held in a file the
+workers share (``ragbench.budget_file``): each worker's ledger reserves and settles there instead, so the
+budget is one ceiling for the sweep under every launcher.
 
 Roles: ``llm`` (generation), ``judge``, ``embedder``, ``query.transform.client`` (query rewriting), and
 any other a client names. ``spent`` is what was sent to a provider, one call per HTTP request (a failed
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragbench.budget_file import LedgerFile, Tally
 from ragbench.errors import BudgetExhaustedError, ConfigError
 from ragbench.metric_info import MetricInfo
 from ragbench.types import CaseResult, Usage
@@ -83,6 +86,18 @@ METRICS = {
 }
 
 
+SHARED_POLL_S = 0.05  # a request waiting for other processes' requests in flight looks again this often
+SHARED_STALL_S = 600.0  # ... and stops as budget reached once the shared ledger has not moved for this long
+
+
+@dataclass(frozen=True)
+class SharedHold:
+    """A request reserved in the sweep's shared file (``reserve``'s return, for ``settle``)."""
+
+    usd: float
+    file: LedgerFile
+
+
 @dataclass(frozen=True)
 class Budget:
     """Limits for one job (``scope=job``) or for a whole sweep (``scope=sweep``); None = no limit."""
@@ -126,9 +141,12 @@ class Ledger:
         self._begun = False
         self._held_calls = 0  # requests reserved and not yet settled (in flight)
         self._held_usd = 0.0  # their reserved maximum cost
+        self._shared: LedgerFile | None = None  # the sweep's shared file, for a limited sweep budget
 
-    def start_job(self, budget: Budget) -> None:
-        """Sets the job's budget; a job budget counts from here, a sweep budget from the first job."""
+    def start_job(self, budget: Budget, shared: LedgerFile | None = None) -> None:
+        """Sets the job's budget; a job budget counts from here, a sweep budget from the first job.
+        ``shared``: the sweep's file where its jobs run in worker processes; a limited sweep budget then
+        counts there, every worker's requests together."""
         with self._lock:
             if budget.scope == "job" or not self._begun:
                 self._base = {"calls": self._total("calls"), "usd": self._total("usd")}
@@ -136,6 +154,9 @@ class Ledger:
                 self.stopped = None
             self._begun = True
             self.budget = budget
+            self._shared = shared if budget.scope == "sweep" and budget.limited else None
+            if self._shared is not None:
+                self._shared.begin()
 
     @property
     def prices_requests(self) -> bool:
@@ -157,18 +178,22 @@ class Ledger:
         reservation; the LLM client reserves and settles instead)."""
         with self._lock:
             self._book(self.saved if usage.cached else self.spent, role, usage)
+            if self._shared is not None and not usage.cached:
+                self._shared.update(lambda t: t.book(1, usage.cost_usd))
 
     def save(self, role: str, usage: Usage) -> None:
         """Books work a stage cache served (an answer or verdict read back) as saved."""
         with self._lock:
             self._book(self.saved, role, usage)
 
-    def reserve(self, usd: float = 0.0) -> float:
+    def reserve(self, usd: float = 0.0) -> float | SharedHold:
         """Holds one request, and ``usd`` (its maximum cost; 0 without ``max_usd``), against the budget
         before it is sent; returns the amount held, for ``settle``. Raises BudgetExhaustedError when the
         request could go past a limit counting every request in flight. A request whose maximum cost
         fits only once requests in flight have settled at their real cost waits for them."""
         with self._lock:
+            if self._shared is not None:
+                return self._reserve_shared(self._shared, usd)
             while True:
                 if self.stopped is None:
                     self.stopped = self._over(usd)
@@ -181,13 +206,56 @@ class Ledger:
             self._held_usd += usd
             return usd
 
-    def settle(self, role: str, usage: Usage, held: float) -> None:
+    def _reserve_shared(self, file: LedgerFile, usd: float) -> SharedHold:
+        """``reserve`` in the sweep's shared file (the caller holds ``_lock``): a request that fits only
+        once requests in flight settle polls for them, and stops as budget reached when the file has not
+        moved for SHARED_STALL_S (requests of a process on another host that died in flight)."""
+        seen, since = -1, time.monotonic()
+        while True:
+            if self.stopped is None:
+                taken, version, self.stopped = file.update(lambda t: self._take(t, file.owner, usd))
+                if taken:
+                    return SharedHold(usd, file)
+            if self.stopped is not None:
+                raise BudgetExhaustedError(self.stopped)
+            if version != seen:
+                seen, since = version, time.monotonic()
+            elif time.monotonic() - since >= SHARED_STALL_S:
+                tally = file.read()
+                self.stopped = (f"budget.max_usd={self.budget.max_usd:g} reached (${tally.usd:.4f} spent, "
+                                f"${tally.held_usd:.4f} held by requests in flight that have not settled in "
+                                f"{SHARED_STALL_S:g} s, budget.scope=sweep)")
+                raise BudgetExhaustedError(self.stopped)
+            self._lock.wait(SHARED_POLL_S)
+
+    def _check(self, tally: Tally, usd: float) -> str | None:
+        """In the shared file: the budget message once one more request of maximum cost ``usd`` could go
+        past a limit, counting every process's requests in flight (kept in the file: the sweep stops)."""
+        if tally.stopped is None:
+            minutes = (time.time() - (tally.started or time.time())) / 60.0
+            tally.stopped = self._limit(tally.calls + tally.held_calls, tally.usd, usd, minutes)
+        return tally.stopped
+
+    def _take(self, tally: Tally, owner: str, usd: float) -> tuple[bool, int, str | None]:
+        """In the shared file: (reserved?, the file's version, the budget message once a limit is reached)."""
+        if self._check(tally, usd) is not None:
+            return False, tally.version, tally.stopped
+        if self._over_held(tally.usd, tally.held_calls, tally.held_usd, usd):
+            return False, tally.version, None
+        tally.hold(owner, usd)
+        return True, tally.version, None
+
+    def settle(self, role: str, usage: Usage, held: float | SharedHold) -> None:
         """Books a reserved request that has returned (``usage`` zero for an attempt with no reply) as
         spent and releases its hold."""
         with self._lock:
             self._book(self.spent, role, usage)
-            self._held_calls -= 1
-            self._held_usd = max(0.0, self._held_usd - held)
+            if isinstance(held, SharedHold):
+                file = held.file
+                file.update(lambda t: t.settle(file.owner, held.usd, usage.cost_usd))
+            else:
+                self._held_calls -= 1
+                self._held_usd = max(0.0, self._held_usd - held)
             self._lock.notify_all()
 
     def timed_out(self, role: str, usage: Usage) -> None:
@@ -199,6 +267,8 @@ class Ledger:
             row["usd"] += usage.cost_usd
             row["timeouts"] += 1
             row["estimated_tokens"] += usage.prompt_tokens
+            if self._shared is not None:
+                self._shared.update(lambda t: t.book(0, usage.cost_usd))
 
     def generated(self, role: str, seconds: float, tokens: int) -> None:
         """Books a local model's generation time and the tokens it generated (``time/generate_s``,
@@ -217,22 +287,37 @@ class Ledger:
         """Raises BudgetExhaustedError when a limit is reached (nothing is reserved)."""
         with self._lock:
             if self.stopped is None:
-                self.stopped = self._over(0.0)
+                shared = self._shared
+                self.stopped = (self._over(0.0) if shared is None
+                                else shared.update(lambda t: self._check(t, 0.0)))
             if self.stopped is not None:
                 raise BudgetExhaustedError(self.stopped)
 
+    def sweep_stopped(self, shared: LedgerFile | None) -> str | None:
+        """The budget message when the sweep's budget is spent: this process's (``budget.scope=sweep``), or
+        that of the sweep's shared file (another worker reached it)."""
+        if self.stopped is not None and self.budget.scope == "sweep":
+            return self.stopped
+        return shared.read().stopped if shared is not None else None
+
     def _waits(self, usd: float) -> bool:
         """True when the request fits ``max_usd`` only after requests in flight settle."""
+        return self._over_held(self._total("usd") - self._base["usd"], self._held_calls, self._held_usd, usd)
+
+    def _over_held(self, spent: float, held_calls: float, held_usd: float, usd: float) -> bool:
         b = self.budget
-        spent = self._total("usd") - self._base["usd"]
-        return b.max_usd is not None and self._held_calls > 0 and spent + self._held_usd + usd > b.max_usd
+        return b.max_usd is not None and held_calls > 0 and spent + held_usd + usd > b.max_usd
 
     def _over(self, usd: float) -> str | None:
         """The budget message when one more request (of maximum cost ``usd``) could go past a limit."""
-        b = self.budget
-        calls = self._total("calls") - self._base["calls"] + self._held_calls
-        spent = self._total("usd") - self._base["usd"]
         minutes = (time.monotonic() - self._started) / 60.0
+        return self._limit(self._total("calls") - self._base["calls"] + self._held_calls,
+                           self._total("usd") - self._base["usd"], usd, minutes)
+
+    def _limit(self, calls: float, spent: float, usd: float, minutes: float) -> str | None:
+        """The budget message when, with ``calls`` sent or in flight and ``spent`` dollars settled, one
+        more request (of maximum cost ``usd``) could go past a limit."""
+        b = self.budget
         where = f"budget.scope={b.scope}"
         if b.max_calls is not None and calls >= b.max_calls:
             return f"budget.max_calls={b.max_calls} reached ({int(calls)} LLM requests sent, {where})"

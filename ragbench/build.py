@@ -14,6 +14,7 @@ from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.config_check import check_config
 from ragbench.errors import ConfigError, RagbenchError
+from ragbench.generate.history import history_policy
 from ragbench.judge.build import build_judges
 from ragbench.judge.scorers import CONFIG_KEY as SCORERS_KEY
 from ragbench.judge.scorers import build_scorers
@@ -66,5 +67,6 @@ def _components(cfg: DictConfig) -> Components:
         search_depth=int(cfg.retrieval.get("search_depth") or DEFAULT_SEARCH_DEPTH),
         parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
         retrieval_scorers=build_scorers(OmegaConf.select(cfg, SCORERS_KEY, default=None), instantiate_node),
+        history=history_policy(cfg.get("generate")),  # conversations: the generator's history
         **query_options(cfg, instantiate_node),
     )

@@ -19,6 +19,7 @@ from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units, relevant_searchable
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.document import case_document_scores
+from ragbench.judge.hops import HopInput, record_hops
 from ragbench.judge.retrieval import doc_recall_scores, retrieval_scores
 from ragbench.judge.scorers import scorer_scores
 from ragbench.llm.errors import LLMCircuitOpenError
@@ -78,11 +79,14 @@ class CaseRunner:
         self.halted: str | None = None  # an endpoint breaker's message: later steps are not run
         # retrieval=oracle: every gold unit is a context, whatever top-k (a Protocol isinstance: once, not per case)
         self.oracle = baseline_of(components.retriever) == "oracle"
+        self.own: dict[str, str | None] = {}  # generate.history=own: each turn's answer, by qid
 
     def expand(self, query: Query, hits: list[Hit], lookup: JobLookup, *, qvec: np.ndarray | None = None,
                search_s: float | None = None, votes: Mapping[str, int] | None = None,
-               stages: Sequence[tuple[str, Sequence[Hit]]] = ()) -> Case:
-        """The expand wave's step: rerank, expand, and the retrieval and context scores."""
+               stages: Sequence[tuple[str, Sequence[Hit]]] = (), hops: Sequence[HopInput] | None = None,
+               adaptive: Mapping[str, Any] | None = None) -> Case:
+        """The expand wave's step: rerank, expand, and the retrieval and context scores; ``hops``: a
+        multi-step case's hops (``ragbench.judge.hops``), ``adaptive``: its retrieve-or-not decision."""
         emap = lookup.evidence[query.qid]
         case = Case(query=query, hits=hits, emap=emap, tree=lookup.tree,
                     latency={} if search_s is None else {"search": search_s},
@@ -90,6 +94,9 @@ class CaseRunner:
         if self.c.trace:  # child retrievers' and variants' rankings (ragbench.trace.branch_stages), then retrieval
             case.trace["stages"] = [*(stage(name, r, case.gold) for name, r in stages),
                                     stage("retrieval", hits, case.gold)]
+        if hops is not None or adaptive is not None:
+            case.scores.update(record_hops(case.trace, hops, adaptive, emap, lookup.coverage.get(query.qid)
+                                           or Coverage(lookup.tree, emap), self.c.topk))
         return self._step(case, lambda: self._expand(case, lookup, qvec, votes or {}))
 
     def generate(self, case: Case) -> Case:
@@ -180,10 +187,11 @@ class CaseRunner:
                                      emap.texts, openviking_evidence(query), bool(emap.matched)))
         if c.generator is None:  # stages=retrieval: retrieval and context metrics only
             case.result = CaseResult(query=query, hits=tuple(final), contexts=case.contexts, answer=None,
-                                     scores=scores, latency=case.latency)
+                                     scores=scores, latency=case.latency, trace=case.trace)
 
     def _generate(self, case: Case) -> None:
-        c, query, contexts = self.c, case.query, case.contexts
+        c, contexts = self.c, case.contexts
+        query = c.history.for_generation(case.query, self.own)  # a conversation's turn: with its history
         assert c.generator is not None
         t = time.perf_counter()
         case.answer_key = keys.answer_key(c.generator.identity, query, contexts)
@@ -195,6 +203,8 @@ class CaseRunner:
             self.cache.put_record("answers", case.answer_key, {"generator": c.generator.identity,
                                                                "qid": query.qid}, answer_record(answer))
         case.answer = answer
+        if query.conversation is not None:
+            self.own[query.qid] = answer.text
         case.latency["generate"] = time.perf_counter() - t
         if answer.citations and case.emap.matched:
             cited = [n for n in answer.citations if 1 <= n <= len(contexts)]

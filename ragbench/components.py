@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ragbench.errors import ConfigError
 from ragbench.evidence import Coverage, EvidenceMap
+from ragbench.generate.history import HistoryPolicy
 from ragbench.protocols import (
     Chunker,
     DatasetAdapter,
@@ -20,6 +21,7 @@ from ragbench.protocols import (
     RetrievalScorer,
     Retriever,
 )
+from ragbench.query.multistep import MultiStep
 from ragbench.query.transforms import NoQueryTransform, check_transform
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.routing import Route
@@ -53,6 +55,10 @@ class Components:
     parent_vectors: str = "none"
     # metrics.retrieval: per-query retrieval metrics from outside the package (ragbench.judge.scorers)
     retrieval_scorers: Sequence[RetrievalScorer] = ()
+    # retrieval.mode=single|iterative|adaptive, max_hops, adaptive_threshold (ragbench.query.multistep)
+    multistep: MultiStep = field(default_factory=MultiStep)
+    # generate.history*: the earlier turns a conversation's turn is answered with (ragbench.generate.history)
+    history: HistoryPolicy = field(default_factory=HistoryPolicy)
 
     def __post_init__(self) -> None:
         if self.parent_vectors not in PARENT_VECTORS:

@@ -78,6 +78,11 @@ class BudgetExhaustedError(RagbenchError):
     """budget.max_usd / max_calls / max_minutes reached: no further LLM request is sent (ragbench.budget)."""
 
 
+class TrackingError(RagbenchError):
+    """The tracking server or its artifact store refused or failed a write; the message names the run, what
+    was refused and the fix."""
+
+
 class JobStopped(RagbenchError):
     """The budget stopped the job part way: its run ends KILLED, so a rerun with a larger budget runs it
     again (from the cache)."""

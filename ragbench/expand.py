@@ -27,12 +27,14 @@ class ParentExpander:
     section target with ``child_depth=1`` holds the section title and just the paragraphs that were
     hit. A hit at or above that level keeps its whole text. The context's ``part_ids`` name the parts.
 
+    ``max_context_chars`` caps each context first: a longer one keeps its first ``max_context_chars``
+    characters, as the benchmark suite cuts each block (at 8,000), and is marked truncated.
     ``max_context_tokens`` caps the total: the last context is cut at a sentence boundary and marked
-    truncated; later ones are dropped.
+    truncated; later ones are dropped. The job counts the contexts cut (``expand/truncated_contexts``).
     """
 
     def __init__(self, *, parent_depth: int = 1, child_depth: int = 0,
-                 max_context_tokens: int | None = None) -> None:
+                 max_context_tokens: int | None = None, max_context_chars: int | None = None) -> None:
         if parent_depth not in (0, 1, 2, 3):
             raise ConfigError(
                 f"expander.parent_depth={parent_depth} is not valid; choose 0 (sentence), 1 (paragraph), "
@@ -45,6 +47,11 @@ class ParentExpander:
             )
         if max_context_tokens is not None and max_context_tokens < 1:
             raise ConfigError(f"expander.max_context_tokens must be >= 1 or null, got {max_context_tokens}")
+        if max_context_chars is not None and (isinstance(max_context_chars, bool) or not isinstance(
+                max_context_chars, int) or max_context_chars < 1):
+            raise ConfigError(f"expander.max_context_chars must be an integer >= 1 or null (no cap; the "
+                              f"benchmark suite uses 8000), got {max_context_chars!r}")
+        self.max_context_chars = max_context_chars
         self.parent_depth = parent_depth
         self.child_depth = child_depth
         self.max_context_tokens = max_context_tokens
@@ -73,21 +80,25 @@ class ParentExpander:
             whole = parts == (cid,)
             text = chunk.text if whole else _render(tree, chunk, set(parts), _on_paths(tree, cid, parts))
             truncated = False
+            if self.max_context_chars is not None and len(text) > self.max_context_chars:
+                text, truncated = text[: self.max_context_chars], True
             if budget is not None:
                 if budget <= 0:
                     break
                 if count_tokens(text) > budget:
                     text = self._cut(tree, parts, budget, words_ok=not contexts, whole=text)
+                    text = text if self.max_context_chars is None else text[: self.max_context_chars]
                     truncated = True
                     if not text:
                         break
+                    budget = 0
                 budget -= count_tokens(text)
             contexts.append(Context(
                 chunk_id=cid, text=text, title=" > ".join(chunk.heading), level=chunk.level,
                 hit_ids=tuple(triggers[cid]), truncated=truncated,
                 part_ids=() if whole else parts,
             ))
-            if truncated:
+            if budget is not None and budget <= 0:
                 break
         return contexts
 

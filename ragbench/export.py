@@ -13,6 +13,9 @@ chunk ids, to the deepest metric cut-off, as contexts, and in ``metadata`` the r
 back with the run's chunker and expander (``system=responses system.path=out.jsonl expander=parent``) it
 reproduces the run's metrics, at the run's top-k (``ragbench.exported``: no ``retrieval.topk`` to pass).
 Any question id works there; TREC files, whose columns are separated by whitespace, refuse an id with one.
+``--mlflow-dataset NAME``: the run's questions (gold answers, gold evidence, types, ids) as a new MLflow GenAI
+evaluation dataset in the same store, linked to the run's experiment (``ragbench.datasets.mlflow_dataset``);
+``dataset=mlflow dataset.name=NAME dataset.documents=...`` reads it back.
 Exit 0 on success, 1 when the run's case record is damaged (nothing is written), 2 on a usage error
 (unknown run, no store, no case record, an output path that cannot be written).
 """
@@ -26,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragbench.datasets.mlflow_dataset import case_records, write_dataset
 from ragbench.exported import export_metadata
 from ragbench.judge.document import document_ranking
 from ragbench.verify import DAMAGED_FIX, DamagedRecord, UsageError, default_tracking_uri, load_run
@@ -120,18 +124,38 @@ def _rows(run_id: str, uri: str) -> tuple[list[dict[str, Any]], int | None]:
     return rows, topk or rows[0].get("topk")
 
 
+def _to_mlflow(name: str, records: Sequence[Mapping[str, Any]], run_id: str, uri: str) -> str:
+    """``records`` as the new evaluation dataset ``name`` of the run's experiment; what was written, in a line."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        experiment_id = MlflowClient(tracking_uri=uri).get_run(run_id).info.experiment_id
+        dataset_id, digest = write_dataset(name, records, uri=uri, experiment_id=experiment_id)
+    except ValueError as exc:
+        raise UsageError(f"{exc}; fix: choose another --mlflow-dataset name") from None
+    except (MlflowException, NotImplementedError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise UsageError(f"the MLflow store {uri} did not take the dataset ({first}); fix: use a store that "
+                         "keeps evaluation datasets (sqlite, postgresql, a server of MLflow >= 3.4)") from None
+    return (f"{len(records)} questions as MLflow dataset {name!r}\n  id {dataset_id}, digest {digest}\n"
+            f"  read back: dataset=mlflow dataset.name={name}\n    dataset.documents=<the corpus>")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ragbench.export", description=__doc__.splitlines()[0])
     parser.add_argument("run_id", help="MLflow run id of a ragbench job")
     parser.add_argument("--trec", help="where to write the TREC run file")
     parser.add_argument("--responses", help="where to write the answers and rankings as system=responses records")
     parser.add_argument("--qrels", help="where to write the TREC qrels file")
+    parser.add_argument("--mlflow-dataset", metavar="NAME",
+                        help="write the questions as a new MLflow evaluation dataset NAME (same store)")
     parser.add_argument("--level", choices=LEVELS, help="doc (default for datasets judged per document) or chunk")
     parser.add_argument("--tracking-uri", default=None, help=f"MLflow store (default: {default_tracking_uri()})")
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # the output is the lines below
-    if not args.trec and not args.responses and not args.qrels:
-        parser.error("give --trec RUN_FILE, --qrels QRELS_FILE and/or --responses OUT.jsonl")
+    if not args.trec and not args.responses and not args.qrels and not args.mlflow_dataset:
+        parser.error("give --trec, --qrels, --responses and/or --mlflow-dataset")
     written: list[str] = []
     try:
         rows, topk = _rows(args.run_id, args.tracking_uri or default_tracking_uri())
@@ -149,9 +173,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.qrels:
                 files["qrels"] = (args.qrels, qrels_lines(rows, level))
                 _for_ids(files["qrels"][1])
+            records = case_records(rows) if args.mlflow_dataset else []
         except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
             raise DamagedRecord(f"run {args.run_id}: a case record lacks or mistypes a field the export "
                                 f"reads ({type(exc).__name__}: {exc}); {DAMAGED_FIX}") from None
+        if args.mlflow_dataset:
+            written.append(_to_mlflow(args.mlflow_dataset, records, args.run_id,
+                                      args.tracking_uri or default_tracking_uri()))
         for what, (path, lines) in files.items():
             _write(path, lines)
             if what == "responses":

@@ -26,6 +26,7 @@ from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
 from ragbench.identity import job_hash
 from ragbench.outcome import objective, zero_scores
 from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, RunRecord, begun, failed, finished
+from ragbench.tracking import claims
 from ragbench.tracking.full_disk import DiskFull, disk_full, job_places, where_full
 from ragbench.tracking.mlflow_sink import log_failure, log_files, log_results, open_run, start_params
 from ragbench.tracking.run_records import resumable
@@ -62,10 +63,9 @@ class Job:
         try:  # the store opens here: an unwritable or broken one is one line, and ends a sweep too
             if not self.multirun:
                 self.tracker.close_stale_runs()
-            previous = self._resume()
+            previous = self._resume() or self._start(built)
             if previous is not None:
                 return objective(self.cfg, previous.metrics)
-            self._start(built)
         except RagbenchError as exc:
             log.error("%s", exc)
             raise Reported(1) from exc
@@ -97,13 +97,15 @@ class Job:
         log_results(self.tracker, self.run_id, self.record, table=self.writer.table)
         self.scored = True
 
-    def _start(self, built: Components | RagbenchError) -> None:
+    def _start(self, built: Components | RagbenchError) -> RunRecord | None:
         tags = {"ragbench.role": "job", "ragbench.overrides": self.name, "ragbench.job_hash": self.record.job_hash}
         if not isinstance(built, RagbenchError):  # the tags known up front go in with the run's creation
             tags.update(start_tags(self.cfg, built))
             self.record = dataclasses.replace(self.record, params=component_params(built))
         self.record = dataclasses.replace(self.record, tags=tags)
-        self.run_id = open_run(self.tracker, self.record, parent=self.parent)
+        self.run_id = open_run(self.tracker, self.record, parent=self.parent, folder=self.folder)
+        on = self.cfg.get("resume", True) and self.parent is not None  # ragbench.tracking.claims
+        return claims.settled(self.tracker, self.run_id, self.record.job_hash, self._resume) if on else None
 
     def _resume(self) -> RunRecord | None:
         """In a sweep, the record of an earlier run of the job that says FINISHED (``resumable``), that run

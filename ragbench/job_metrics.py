@@ -35,7 +35,7 @@ from ragbench.types import CaseResult, EvalSet, Query
 log = logging.getLogger(__name__)
 
 Kind = Literal["score", "diagnostic"]
-_GROUP = re.compile(r"^by_(?:type|difficulty)/[^/]+/")
+_GROUP = re.compile(r"^by_(?:type|difficulty|turn|followup)/[^/]+/")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ def stage_metrics(*, timings: Mapping[str, float], queries: Sequence[Query], sin
         log.warning("a reranker could not score %d of %d cases; they kept the fused order (rerank/fallbacks)",
                     int(out["rerank/fallbacks"]), len(cases))
     out.update(trace_counts(cs.trace for cs in cases))
+    out["expand/truncated_contexts"] = float(sum(ctx.truncated for cs in cases for ctx in cs.contexts))
     out.update(retrieval_exclusions(queries, evidence, cases))
     out["query/transform_failures"] = float(transform_failures)
     out["ingest/model_loaded"] = float(model_loaded)
@@ -186,6 +187,8 @@ METRICS: dict[str, MetricInfo] = {
         unit="count"),
     "rerank/fallbacks": _diagnostic("cases a reranker could not score: they kept the fused order", _COUNT,
                                     lower=True, unit="count"),
+    "expand/truncated_contexts": _diagnostic("contexts cut by expander.max_context_chars (each context) or "
+                                             "expander.max_context_tokens (the total)", _COUNT, unit="count"),
     "query/transform_failures": _diagnostic("queries whose LLM transform failed (the question was searched as "
                                             "written)", _COUNT, lower=True, unit="count"),
     "counts/retrieval_scored": _diagnostic("questions every retrieval/* figure averages over (= "

@@ -18,6 +18,8 @@ DEFAULTS = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "TOKENIZERS_PARALLELISM": "false",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",  # a progress bar per artifact copy is noise in a sweep log
+    # on a tracking server MLflow prints "View run ... at" per run it ends: the sweep prints its own URL last
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 # off a terminal (CI logs, pipes) tqdm bars are \r-joined noise: no bars at all
 NO_TERMINAL = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}

@@ -6,6 +6,7 @@ MLflow: the tracker gets the JobResult."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,13 +33,15 @@ from ragbench.cache.entries import (
     vectors_identity,
 )
 from ragbench.cache.store import StageCache, make_key
-from ragbench.cases import CaseRunner, JobLookup
+from ragbench.cases import Case, CaseRunner, JobLookup
 from ragbench.components import Components, JobResult
 from ragbench.embed import shard_entries
 from ragbench.embed.shard import EncodeShard, shard_of
 from ragbench.errors import ConfigError, IndexMismatchError
 from ragbench.evidence import Coverage, EvidenceMatcher
+from ragbench.generate.history import rounds as history_rounds
 from ragbench.job_metrics import Produced, assemble, case_metrics, stage_metrics
+from ragbench.judge.hops import HopInput
 from ragbench.judge.retrieval import metric_ks
 from ragbench.llm.wave import Wave, job_wave
 from ragbench.protocols import (
@@ -48,7 +51,9 @@ from ragbench.protocols import (
     LoadableEmbedder,
     OutsideRetriever,
     QueryBound,
+    TrajectoryRetriever,
 )
+from ragbench.query.multistep import StepResult, first_hops, records_hops, run_step
 from ragbench.query.plan import QueryPlan, plan_queries
 from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
 from ragbench.retrieval.baselines import baseline_of
@@ -95,6 +100,8 @@ class Found:
     search_s: list[float] = field(default_factory=list)  # per question (empty when cached)
     single_s: list[float] = field(default_factory=list)  # a sample of queries searched one at a time
     children: list[list[Any]] = field(default_factory=list)  # trace=true: each child retriever's rankings
+    text_s: list[float] = field(default_factory=list)  # per searched text (search_s is per question)
+    built: bool = False  # the retriever's index is built in this process (a cached search builds none)
 
     def stages(self, plan: QueryPlan, i: int) -> list[tuple[str, Sequence[Hit]]]:
         """Question ``i``'s rankings before fusion: per variant and child retriever (ragbench.trace)."""
@@ -238,16 +245,83 @@ class Pipeline:
         runner = CaseRunner(c, self.cache)
         wave = job_wave(c.generator, c.judges.values())  # llm.batch / a local model: each wave batched
         start = time.perf_counter()
+        hops, decided = self._multistep(corpus, found, plan, queries, hits, wave)  # ragbench.query.multistep
         cases = self._wave("expand", wave, (), [partial(
             runner.expand, q, hits[i], lookup, qvec=None if found.qvecs is None else found.qvecs[plan.starts[i]],
             search_s=found.search_s[i] if found.search_s else None, votes=votes[i],
-            stages=found.stages(plan, i) if c.trace else ()) for i, q in enumerate(queries)])
-        cases = self._wave("generate", wave, [c.generator], [partial(runner.generate, x) for x in cases])
+            stages=found.stages(plan, i) if c.trace else (), hops=None if hops is None else hops[i],
+            adaptive=decided[i]) for i, q in enumerate(queries)])
+        cases = self._generate_rounds(wave, runner, cases)  # generate.history=own: turn after turn
         results = self._wave("judge", wave, c.judges.values(), [partial(runner.finish, x) for x in cases],
                              then=in_order(lambda case: self.on_case(case, lookup)))  # each case as it finishes
         self.timings["cases"] = time.perf_counter() - start
         self.batch_ids = wave.batch_ids if wave is not None else []
         return self._result(evalset, corpus, found, results, lookup)
+
+    def _multistep(self, corpus: Corpus, found: Found, plan: QueryPlan, queries: Sequence[Query],
+                   hits: list[list[Hit]], wave: Wave | None) -> tuple[list[list[HopInput]] | None,
+                                                                      list[dict[str, Any] | None]]:
+        """Each case's hops (None when the job records none) and adaptive decision; under
+        ``retrieval.mode=iterative|adaptive`` the ``iterate`` wave, which replaces ``hits`` in place."""
+        c, step = self.c, self.c.multistep
+        decided: list[dict[str, Any] | None] = [None] * len(queries)
+        trails = ([c.retriever.trajectory(q.qid) for q in queries] if isinstance(c.retriever, TrajectoryRetriever)
+                  else [])  # an outside agent's retrieval steps: its hops
+        if not records_hops(step, c.query, queries) and not any(trails):
+            return None, decided
+        hops = first_hops(plan, found.flat, hits, c.query, queries, found.text_s)
+        for i, trail in enumerate(trails):
+            if trail:
+                hops[i] = [HopInput(text, list(ranked), source="trajectory") for text, ranked in trail]
+        if step.mode == "single":
+            return hops, decided
+        client = getattr(c.generator, "client", None)  # the generator's model writes the next queries
+        if step.asks and client is None:
+            raise ConfigError(f"retrieval.mode={step.mode} asks the generator's model for each hop, but this job "
+                              "has no LLM generator; fix: set llm=local (or another LLM), or "
+                              "retrieval.adaptive_threshold for adaptive mode")
+        search, tree = self._hop_search(corpus, found), corpus.tree
+        steps: list[Callable[[], StepResult]] = [
+            partial(run_step, step, q, hops[i], client, search, lambda cid: tree[cid].text, merge=plan.merge,
+                    k_rrf=plan.k_rrf, k=found.needed, topk=c.topk) for i, q in enumerate(queries)]
+        done = self._timed("iterate", lambda: self._wave("iterate", wave, [c.generator], steps))
+        for i, res in enumerate(done):
+            hits[i], hops[i] = res.hits, res.hops
+            decided[i] = res.adaptive if not res.error else {**(res.adaptive or {}), "error": res.error}
+        return hops, decided
+
+    def _hop_search(self, corpus: Corpus, found: Found) -> Callable[[str, Query], tuple[list[Hit], float]]:
+        """A search of one text for one question, from a step's thread: the index built once if the search
+        wave read its hits from the cache, one text at a time (a lock: one encoder, one index)."""
+        c, lock = self.c, threading.Lock()
+
+        def search(text: str, query: Query) -> tuple[list[Hit], float]:
+            with lock:
+                if not found.built:
+                    vecs = (self._vectors(corpus.key, corpus.tree, corpus.ids, corpus.texts)
+                            if c.retriever.needs_vectors else None)
+                    if found.scoped is None:
+                        c.retriever.build(ids=corpus.ids, texts=corpus.texts, vectors=vecs)
+                    else:
+                        found.scoped.build(ids=corpus.ids, texts=corpus.texts, vectors=vecs,
+                                           doc_of=[corpus.tree[i].doc_id for i in corpus.ids])
+                    found.built = True
+                start = time.perf_counter()
+                qvec = self._embed([text], queries=True) if c.retriever.needs_vectors else None
+                hits, _ = search_all(c.retriever, [text], qvec, found.needed, found.scoped, [query])
+                return hits[0], time.perf_counter() - start
+
+        return search
+
+    def _generate_rounds(self, wave: Wave | None, runner: CaseRunner, cases: list[Case]) -> list[Case]:
+        """The generate wave; under ``generate.history=own`` one wave per turn position, so that each turn
+        of a conversation is answered after its earlier turns (``ragbench.generate.history.rounds``)."""
+        out = list(cases)
+        for idx in history_rounds(self.c.history, [x.query for x in cases]):
+            done = self._wave("generate", wave, [self.c.generator], [partial(runner.generate, cases[i]) for i in idx])
+            for i, case in zip(idx, done, strict=True):
+                out[i] = case
+        return out
 
     def _wave(self, name: str, wave: Wave | None, components: Iterable[Any], steps: list[Callable[[], T]],
               then: Callable[[int, T], None] | None = None) -> list[T]:
@@ -297,6 +371,7 @@ class Pipeline:
             return found.vectors
 
         def build() -> None:
+            found.built = True
             if scoped is None:
                 c.retriever.build(ids=ids, texts=texts, vectors=found.vectors)
             else:  # sub-indexes are built per document on first use: their time counts as search
@@ -337,6 +412,7 @@ class Pipeline:
                 vectors()
             build()  # rebuilt (small runs)
             found.children = child_rankings(c.retriever, scoped, qtexts, found.qvecs, owners, needed)
+        found.text_s = list(found.search_s)
         if found.search_s:  # a question's search latency: the sum over its variants
             found.search_s = [sum(found.search_s[s: s + len(v)]) for s, v in zip(plan.starts, plan.variants,
                                                                                    strict=True)]

@@ -219,6 +219,14 @@ class QueryBound(Protocol):
 
 
 @runtime_checkable
+class TrajectoryRetriever(Protocol):
+    """An outside system's retriever whose replies may carry a trajectory (docs/multi-step.md): per question,
+    each retrieval step's query and its hits, scored as hops; None for a question without one."""
+
+    def trajectory(self, qid: str) -> Sequence[tuple[str, Sequence[Hit]]] | None: ...
+
+
+@runtime_checkable
 class ApproximateRetriever(Protocol):
     """A retriever whose index may approximate an exact search (FAISS IVF/HNSW): ``ann_recall`` measures how
     much of an exact search's top k its hits hold, on the job's query vectors (``retrieval/ann_recall_at_<k>``;

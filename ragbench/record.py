@@ -379,6 +379,9 @@ def _recomputable(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *
                      for c in case.contexts],
         "judge_notes": {name: dict(notes) for name, notes in case.judge_notes.items()},
         **document_record(case.scores, query, emap, tree),  # doc_qrels, doc_ignore: retrieval/doc/* cases
+        # a conversation's turn: its conversation id and turn index (compare pairs on <conversation>#<turn>)
+        **({"conversation": query.conversation, "turn": query.turn, "history_turns": len(query.history)}
+           if query.conversation is not None else {}),
         # trace=true: candidates and scores per stage, gold_entered / gold_lost; rerank_fallback when any
         **({"trace": dict(case.trace)} if case.trace else {}),
     }

@@ -12,8 +12,10 @@ before any work; the rest reach it through ``current()``. It owns:
   counters, an MLflow experiment's id), one slot per owner.
 
 A process with no entry point (a launcher's worker process running jobs, a test, a library caller) gets
-a session made on first use: each such process has its own ledger, as before. ``docs/layout.md`` lists
-the process-wide state that is not here, and why (``tests/unit/test_process_state.py`` checks the list).
+a session made on first use: each such process has its own ledger; a worker's jobs share their sweep's
+budget through the sweep's file (``ragbench.budget_file``), which the ledger reserves in.
+``docs/layout.md`` lists the process-wide state that is not here, and why
+(``tests/unit/test_process_state.py`` checks the list).
 """
 
 from __future__ import annotations

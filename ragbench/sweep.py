@@ -13,11 +13,15 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ragbench import interrupts, redact, session
+from ragbench.budget_file import FILE as BUDGET_FILE
+from ragbench.budget_file import LedgerFile
 from ragbench.compare.analysis import log_sweep_report
 from ragbench.errors import RagbenchError, Reported
 from ragbench.stages import encode_only
 from ragbench.tracking.mlflow_tracker import dumps
+from ragbench.tracking.owner import owner, owner_gone
 from ragbench.tracking.progress import job_started, write_sweep_size
+from ragbench.tracking.reach import is_server, public_uri
 from ragbench.tracking.report import console, rank_within_dataset
 from ragbench.tracking.run_names import job_labels, read_sweep_keys, split_overrides, write_sweep_keys  # noqa: F401 - split_overrides, job_labels: re-exported
 from ragbench.tracking.run_records import RecordedRun, recorded
@@ -79,6 +83,11 @@ def parent_run_id(sweep_dir: str | Path) -> str | None:
 def in_this_process(parent: str) -> bool:
     """Whether ``parent`` is a sweep whose callback runs in this process (the basic launcher's jobs)."""
     return session.current().parents.owns(parent)
+
+
+def shared_ledger(sweep_dir: str | Path, parent: str | None) -> LedgerFile:
+    """The budget file the sweep's worker processes share (``ragbench.budget_file``), in its folder."""
+    return LedgerFile(Path(sweep_dir) / BUDGET_FILE, sweep=parent or "", owner=owner(), gone=owner_gone)
 
 
 ACCOUNTING = ("tokens/", "cost/", "saved/", "llm/")  # summed over the sweep's jobs on the parent run
@@ -159,7 +168,7 @@ class MlflowSweepCallback(Callback):
         """The sweep's jobs in the MLflow UI (``ragbench.ui``): a view saved on the experiment, and its URL."""
         try:
             uri = str(self._tracker.uri)
-            base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else base_url()
+            base = public_uri(uri.rstrip("/")) if is_server(uri) else base_url()  # no user:password shown
             exp_id = self._tracker.experiment_id()
             key = save_sweep_view(self._tracker.client, exp_id, str(self._run_id), params, metrics)
         except Exception as exc:  # noqa: BLE001 - a URL is never worth failing the sweep
@@ -180,7 +189,28 @@ class MlflowSweepCallback(Callback):
             total *= len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
         return total
 
+    def _workers_stopped(self, config: DictConfig) -> str | None:
+        """The budget message the sweep's worker processes left in its shared file, if they reached it."""
+        try:
+            return shared_ledger(str(config.hydra.sweep.dir), self._run_id).read().stopped
+        except RagbenchError as exc:
+            log.warning("%s", exc)
+            return None
+
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """The table, the report and the URL; a store that fails here is one line and exit 1 (Hydra turns a
+        callback's exception into a warning and exit 0)."""
+        try:
+            self._multirun_end(config)
+        except RagbenchError as exc:
+            _fail(str(exc))
+        except Exception as exc:  # noqa: BLE001 - MLflow's own (a server gone): one line, not a warning
+            where = public_uri(str(getattr(self._tracker, "uri", "")))
+            _fail(f"the sweep's summary was not logged to {where}: "
+                  f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}; fix: check that the tracking "
+                  "server is up, then rerun the same command (finished jobs are reused)")
+
+    def _multirun_end(self, config: DictConfig) -> None:
         redact.redact_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
         if self._run_id is None:
             return
@@ -229,8 +259,8 @@ class MlflowSweepCallback(Callback):
         shown = [k for k in differing if not k.startswith(("hydra.", "cache.", "tracking."))]
         self._print_url(shown, sorted({k for c in children for k in c.metrics}))
         failed = [r["run"] for r in rows if r["status"] != "FINISHED"]
+        stopped = session.current().ledger.stopped or self._workers_stopped(config)
         self._close_if_open("FAILED" if failed else "FINISHED")
-        stopped = session.current().ledger.stopped
         if stopped is not None:  # one line: the budget, not a list of "failed" jobs
             log.error("sweep stopped by budget: %s; %d of %d jobs ran; fix: raise budget.* and rerun the same "
                       "command (cached answers and verdicts are reused)", stopped, len(rows),

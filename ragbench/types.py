@@ -79,6 +79,16 @@ class OpenVikingQA:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """An earlier turn of a conversation, as a later turn's history (ragbench.generate.history): the user's
+    message, the answer (the reference answer as the data gives it), and the turn's question id."""
+
+    text: str
+    answer: str | None = None
+    qid: str = ""
+
+
+@dataclass(frozen=True)
 class Query:
     """A question with its gold answers, evidence and question type.
 
@@ -95,6 +105,10 @@ class Query:
     doc_ids: tuple[str, ...] = ()
     meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     openviking: OpenVikingQA | None = None
+    # a conversation's turn (docs/conversations.md): its conversation id, its 1-based index, the earlier turns
+    conversation: str | None = None
+    turn: int = 0
+    history: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ragbench.errors import RagbenchError
+from ragbench.tracking import reach
 from ragbench.tracking.store import sqlite_path, tracking_defaults
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 5000
@@ -89,6 +91,12 @@ def parent_url(base: str, experiment_id: str, parent_run_id: str) -> str:
     """The sweep's report (``compare/report.html``, drawn in MLflow's artifact pane) on its parent run, whose
     artifacts also hold ``runs.csv``."""
     return f"{base}/#/experiments/{experiment_id}/runs/{parent_run_id}/artifacts/compare/report.html?{WORKFLOW}"
+
+
+def traces_url(base: str, experiment_id: str) -> str:
+    """The experiment's Traces tab: one trace per question of each job (``ragbench.tracking.traces``), each
+    score an assessment column; a trace's tags name its job and sweep (``ragbench.sweep``)."""
+    return f"{base}/#/experiments/{experiment_id}/traces"
 
 
 def server_command(uri: str, host: str, port: int) -> list[str]:
@@ -214,7 +222,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ragbench ui", description="Start the lean MLflow server on the jobs' store "
                                 "and print (and open) the runs view of the ragbench experiment.")
     p.add_argument("--tracking-uri", help="sqlite store (default: tracking.uri of conf/tracking/mlflow.yaml, "
-                                          "sqlite:///mlruns/mlflow.db, relative to this folder)")
+                                          "sqlite:///mlruns/mlflow.db, relative to this folder), or a "
+                                          "tracking server's http(s) URL: its pages, no local server")
     p.add_argument("--experiment", help="MLflow experiment (default: the jobs' tracking.experiment, ragbench)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to serve on ({DEFAULT_HOST})")
     p.add_argument("--port", type=int, help=f"port ({DEFAULT_PORT}, or a free one when another server "
@@ -233,10 +242,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     default_uri, default_experiment = tracking_defaults()
     uri, experiment = args.tracking_uri or default_uri, args.experiment or default_experiment
+    if reach.is_server(uri):  # a team's server: its own pages, no local server
+        return _remote(uri, experiment, args.sweep, browse=not args.no_browser)
     db = sqlite_path(uri)
     if db is None:
-        print(f"ragbench ui: error: {uri} is not a sqlite store; a server is already running there: open it "
-              "in a browser", file=sys.stderr)
+        print(f"ragbench ui: error: --tracking-uri={reach.public_uri(uri)} is not a sqlite store; fix: start "
+              "`mlflow server --backend-store-uri` on it and pass the server's http:// URL", file=sys.stderr)
         return 2
     if not db.exists():
         print(f"ragbench ui: error: no MLflow store at {db.resolve()}; run from the folder the jobs ran in "
@@ -304,6 +315,63 @@ def run(argv: Sequence[str] | None = None) -> int:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _rest(base: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One call of the server's REST API (``base`` answered ``reach.check`` just before): its JSON, or
+    ``{}`` where the server says the thing does not exist (404)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{base}/api/2.0/mlflow/{path}", data=data,
+                                     method="GET" if body is None else "POST",
+                                     headers={"Content-Type": "application/json", **reach.headers()})
+    try:
+        with urllib.request.urlopen(request, timeout=reach.default_timeout()) as reply:
+            found = json.load(reply)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return {}
+        raise RagbenchError(f"--tracking-uri={reach.public_uri(base)}: the server failed on {path} (HTTP "
+                            f"{exc.code}); fix: read the server's log") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise RagbenchError(f"--tracking-uri={reach.public_uri(base)}: {path}: {exc}; fix: check the server "
+                            "is up and reachable") from None
+    return found if isinstance(found, dict) else {}
+
+
+def server_ids(base: str, experiment: str) -> tuple[str | None, str | None, set[str]]:
+    """``store_ids`` of a tracking server, through its REST API (no MLflow import)."""
+    found = _rest(base, f"experiments/get-by-name?experiment_name={quote(experiment, safe='')}")
+    exp = found.get("experiment") or {}
+    if not exp.get("experiment_id") or exp.get("lifecycle_stage", "active") != "active":
+        return None, None, set()
+    exp_id = str(exp["experiment_id"])
+    views = {str(t.get("key"))[len(VIEW_TAG):] for t in exp.get("tags") or () if
+             str(t.get("key", "")).startswith(VIEW_TAG)}
+    runs = _rest(base, "runs/search", {"experiment_ids": [exp_id], "max_results": 1,
+                                       "filter": "tags.`ragbench.role` = 'sweep'",
+                                       "order_by": ["attributes.start_time DESC"]}).get("runs") or []
+    latest = str(runs[0]["info"]["run_id"]) if runs else None
+    return exp_id, latest, views
+
+
+def _remote(uri: str, experiment: str, sweep: str | None, *, browse: bool) -> int:
+    """``ragbench ui`` on a tracking server: no local server; the server's own pages, printed (and opened)."""
+    base = uri.rstrip("/")
+    shown = reach.public_uri(base)
+    try:
+        reach.check(uri, reach.default_timeout(), key="--tracking-uri")
+        exp_id, latest, views = server_ids(base, experiment)
+    except RagbenchError as exc:
+        print(f"ragbench ui: error: {exc}", file=sys.stderr)
+        return 2
+    if exp_id is None:
+        print(f"ragbench ui: error: no experiment {experiment!r} on {shown}; pass --experiment (the jobs' "
+              "tracking.experiment)", file=sys.stderr)
+        return 2
+    print(f"{shown} is a tracking server: no local server started", flush=True)
+    _print_urls(shown, exp_id=exp_id, experiment=experiment, sweep=sweep or latest, chosen=bool(sweep),
+                views=views, browse=browse)
+    return 0
+
+
 def _print_urls(base: str, *, exp_id: str, experiment: str, sweep: str | None, chosen: bool, views: set[str],
                 browse: bool) -> None:
     """The runs view, the sweep's jobs and its report on ``base``; the jobs' view opened in a browser."""
@@ -315,6 +383,7 @@ def _print_urls(base: str, *, exp_id: str, experiment: str, sweep: str | None, c
         jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
         print(f"{'sweep' if chosen else 'latest sweep'} {sweep}, its jobs: {jobs}")
         print(f"its report: {parent_url(base, exp_id, sweep)}", flush=True)
+        print(f"its traces (one per question): {traces_url(base, exp_id)}", flush=True)
     if browse:
         open_in_browser(jobs)
 

@@ -28,16 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from ragbench.compare.runcases import SCORES_ARTIFACT, scores_document
+from ragbench.errors import ConfigError
 from ragbench.job_metrics import at_k_views
 from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import aggregate
 from ragbench.judge.context import context_scores
 from ragbench.judge.document import scores_from_record as document_scores_from_record
+from ragbench.judge.hops import scores_from_record as hop_scores_from_record
 from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_record
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
 from ragbench.protocols import RetrievalScorer
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
+from ragbench.tracking import reach
 from ragbench.tracking.mlflow_sink import start_params
 from ragbench.tracking.mlflow_tracker import mlflow_name
 from ragbench.tracking.mlflow_tracker import redact as param_values
@@ -46,7 +49,9 @@ from ragbench.types import Answer, CaseResult, Hit, Query, Usage
 from ragbench.verify_calibration import check_calibration, load_calibration
 
 TOLERANCE = 1e-9
-FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/", "headline/")
+FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/", "headline/",
+            "by_turn/", "by_followup/", "conversation/")
+GROUPS = ("by_type/", "by_difficulty/", "by_turn/", "by_followup/")  # aggregate's per-group copies
 RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/contains", "answer/refused", "answer/locomo_f1",
               "answer/citation_hit_rate")
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
@@ -114,6 +119,7 @@ def recompute_case(row: Mapping[str, Any], scorers: Sequence[RetrievalScorer] = 
         out.update(scorer_scores(scorers, ranked=row["ranked_ids"], covered=row["hit_units"],
                                  qrels=row["qrels"]["unit"], chunk_qrels=row["qrels"]["chunk"], ks=ks))
         out.update(document_scores_from_record(row))
+    out.update(hop_scores_from_record(row))  # multi-step cases: per-hop scores from trace.hops
     contexts = row["contexts"]
     if contexts or "context/tokens" in row:
         out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
@@ -130,7 +136,8 @@ def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResu
     """A CaseResult carrying what ``aggregate`` reads, rebuilt from a row."""
     query = Query(qid=row["qid"], text=row["question"], answers=tuple(row["answers"]),
                   question_type=row["question_type"], answerable=bool(row["answerable"]),
-                  doc_ids=tuple(row["doc_ids"]), meta=row["query_meta"])
+                  doc_ids=tuple(row["doc_ids"]), meta=row["query_meta"],
+                  conversation=row.get("conversation"), turn=int(row.get("turn") or 0))  # a conversation's turn
     answer = None
     if row.get("answer") is not None:
         answer = Answer(text=row["answer"], model="", usage=Usage(prompt_tokens=int(row.get("prompt_tokens") or 0),
@@ -179,7 +186,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
         expected.update({k: v for k, v in views.items() if mlflow_name(k) in logged})
     names = {mlflow_name(k): k for k in expected}
     for key, value in sorted(expected.items()):
-        inner = key.split("/", 2)[-1] if key.startswith(("by_type/", "by_difficulty/")) else key
+        inner = key.split("/", 2)[-1] if key.startswith(GROUPS) else key
         if inner.startswith(NOT_AGGREGATED):
             continue
         name = mlflow_name(key)
@@ -191,7 +198,7 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
         if both:
             report.sink_checked.add(name)
     for name in sorted(logged):
-        inner = name.split("/", 2)[-1] if name.startswith(("by_type/", "by_difficulty/")) else name
+        inner = name.split("/", 2)[-1] if name.startswith(GROUPS) else name
         if name.endswith("_at_k_curve"):  # a series whose points are the retrieval/<m>_at_<k> checked above
             continue
         if name.startswith(FAMILIES) and not inner.startswith(NOT_AGGREGATED) and name not in names:
@@ -245,12 +252,21 @@ class RunArtifacts:
     status: str = ""  # its MLflow status
 
 
+def reachable(uri: str) -> None:
+    """The store at ``uri`` answers in time (``ragbench.tracking.reach``), else a one-line UsageError."""
+    try:
+        reach.check(uri, reach.default_timeout(), key="--tracking-uri")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def fetch_run(run_id: str, uri: str) -> RunArtifacts:
     """The run's case artifacts and metrics from the store; a UsageError for a store, run or artifact that
     is not there."""
     db = sqlite_path(uri)
     if db is not None and not db.exists():
         raise UsageError(f"no MLflow store at {uri}; fix: run from the folder the jobs ran in, or pass --tracking-uri")
+    reachable(uri)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
@@ -419,6 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    try:
+        reachable(args.tracking_uri or default_tracking_uri())
+    except UsageError as exc:
+        print(f"ragbench.verify: {exc}", file=sys.stderr)
+        return 2
     calibration = load_calibration(args.run_id, args.tracking_uri or default_tracking_uri())
     if calibration is not None:  # a `ragbench.judge calibrate` run: labelled items and their agreement
         report = Report()

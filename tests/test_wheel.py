@@ -59,5 +59,6 @@ def test_wheel_runs_a_job_outside_the_repo(tmp_path):
     assert "retrieval/hit_at_5" in proc.stdout
     listing = subprocess.run([str(py), "-m", "zipfile", "-l", str(wheel)], capture_output=True, text=True).stdout
     for name in ("ragbench/conf/config.yaml", "ragbench/conf/dataset/locomo.yaml",
-                 "ragbench/datasets/samples/locomo/data/locomo10.json", "ragbench/datasets/samples/locomo/NOTICE"):
+                 "ragbench/datasets/samples/locomo/data/locomo10.json", "ragbench/datasets/samples/locomo/NOTICE",
+                 "ragbench/datasets/pins/syllabusqa.sha256"):
         assert name in listing, name

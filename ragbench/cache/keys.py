@@ -28,7 +28,9 @@ def retrieval_key(index_fp: str, query_texts: Sequence[str], depth: int) -> str:
 def answer_key(generator_identity: str, query: Query, contexts: Sequence[Context]) -> str:
     return make_key({"stage": "answers", "generator": generator_identity, "qid": query.qid,
                      "question": query.text, "type": query.question_type,
-                     "contexts": [[x.title, x.text] for x in contexts]})
+                     "contexts": [[x.title, x.text] for x in contexts],
+                     # a conversation's turn: the history the generator reads (ragbench.generate.history)
+                     **({"history": [[t.text, t.answer] for t in query.history]} if query.history else {})})
 
 
 def verdict_key(judge_identity: str, answer_key: str, answer: Answer, query: Query) -> str:

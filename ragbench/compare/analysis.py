@@ -22,6 +22,7 @@ from ragbench.compare.metrics import (
     per_case_key,
     with_min_effect,
 )
+from ragbench.compare.power import DEFAULT_POWER
 from ragbench.compare.report import write_report
 from ragbench.compare.runcases import RunCases
 from ragbench.compare.select import find_runs, load_cases
@@ -33,16 +34,17 @@ from ragbench.tracking.runs_table import AUTO, ranking_metric
 log = logging.getLogger(__name__)
 REPORT_KEY = "ragbench.report_key"  # what a sweep's report was computed from (see report_key)
 REPORT_FROM = "ragbench.report_copied_from"
-REPORT_FORMAT = 2  # bump when the report's content changes, so no older report is copied
+REPORT_FORMAT = 3  # bump when the report's content changes, so no older report is copied
 
 
 def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: str | None = None,
             baseline_runs: Sequence[RunCases] = (), resamples: int = 2000, seed: int = 0, alpha: float = 0.05,
             notes: Sequence[str] = (), min_effects: Mapping[str, MinEffect] | None = None, sort_by: str = AUTO,
-            ) -> tuple[Comparison, list[Taxonomy]]:
+            power: float = DEFAULT_POWER) -> tuple[Comparison, list[Taxonomy]]:
     """Runs against their baselines on ``metrics`` (the defaults when empty), and each run's taxonomy.
     ``min_effects``: practical thresholds given by ``--min-effect``, by metric name (the others: MIN_EFFECTS);
-    ``sort_by``: the sweep table's ``sort_by`` (the default baseline is its best configuration)."""
+    ``sort_by``: the sweep table's ``sort_by`` (the default baseline is its best configuration);
+    ``power``: the power of each not-significant comparison's minimum detectable effect (``ragbench.compare.power``)."""
     available = {k for r in (*runs, *baseline_runs) for k in r.fields}
     names = list(dict.fromkeys(metrics)) or default_metrics(available)
     if not metrics:
@@ -67,7 +69,8 @@ def analyse(runs: Sequence[RunCases], *, metrics: Sequence[str] = (), baseline: 
     if not any(rank_by in row for row in rows):  # runs of another kind (a judge's calibration): the first metric
         rank_by = specs[0].name
     baseline_of, how = pair_up(runs, rank_by, baseline=baseline, baseline_runs=baseline_runs)
-    comp = compare(runs, baseline_of, specs, resamples=resamples, seed=seed, alpha=alpha, notes=[*notes, *how])
+    comp = compare(runs, baseline_of, specs, resamples=resamples, seed=seed, alpha=alpha,
+                   notes=[*notes, *how], power=power)
     return replace(comp, rank_by=rank_by), [taxonomy(r) for r in runs]
 
 

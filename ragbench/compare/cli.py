@@ -76,11 +76,18 @@ def parser() -> argparse.ArgumentParser:
                       help=f"bootstrap and randomisation resamples, 100 to {MAX_RESAMPLES:,} (2000)")
     stat.add_argument("--seed", type=int, default=0, help="random seed of the resamples (0)")
     stat.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (0.05)")
+    stat.add_argument("--power", type=float, default=0.8,
+                      help="the power of the minimum detectable effect printed for each comparison that is "
+                           "not significant, 0.05 to 0.999 (0.8)")
     stat.add_argument("--min-effect", action="append", default=[], metavar="METRIC=VALUE",
                       help="repeatable; the practical threshold of a metric: a significant |delta| below it is "
                            "'no practical difference', not better/worse. VALUE in the metric's units "
                            "(answer/f1=0.02) or a share of the baseline (context/tokens=10%%); 0 turns it off. "
                            "Defaults: 0.01 for scores, max(5 ms, 20%%) for latency, 5%% for tokens and cost")
+    stat.add_argument("--ppi", type=Path, metavar="LABELS.jsonl",
+                      help="human labels of runs' cases, one per line: {\"run\": ID, \"case\": QID, "
+                           "\"labels\": {\"accuracy\": 1}}; print each labelled run's judge metric as a "
+                           "prediction-powered estimate and 95%% interval beside the judge-only one")
     out = p.add_argument_group("output")
     out.add_argument("--json", type=Path, metavar="PATH", help="write the records (one per run, metric, type)")
     out.add_argument("--report", type=Path, metavar="DIR", help="write report.html (one self-contained file with a "
@@ -110,6 +117,12 @@ def option_problem(args: argparse.Namespace) -> str | None:
         return f"--resamples {args.resamples}: use 100 to {MAX_RESAMPLES:,} (default 2000)"
     if (problem := alpha_problem(args.alpha)) is not None:
         return problem
+    from ragbench.compare.power import (
+        power_problem,  # deferred: startup of ragbench.compare --help, 0.57 s
+    )
+
+    if (problem := power_problem(args.power)) is not None:
+        return f"--{problem}"
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         return (f"--tolerance {args.tolerance:g}: use a finite number >= 0, in the metric's own units "
                 "(0, the default, gates on any significant worsening)")
@@ -187,7 +200,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         baseline_runs = load_baseline(args.baseline_file) if args.baseline_file else []
         comp, taxa = analyse(runs, metrics=args.metric, baseline=args.baseline, baseline_runs=baseline_runs,
                              resamples=args.resamples, seed=args.seed, alpha=args.alpha, notes=notes,
-                             min_effects=min_effects(args))
+                             min_effects=min_effects(args), power=args.power)
+        from ragbench.compare.ppi import ppi_results  # deferred: startup of ragbench.compare --help, 0.57 s
+
+        ppi = ppi_results(args.ppi, runs) if args.ppi else []
     except RagbenchError as exc:
         print(f"ragbench.compare: error: {exc}", file=sys.stderr)
         return USAGE
@@ -201,9 +217,16 @@ def run(argv: Sequence[str] | None = None) -> int:
               "(a tracking server must be running and reachable)", file=sys.stderr)
         return USAGE
     print_table(comp, taxa)
+    if ppi:
+        from ragbench.compare.report import console  # deferred: startup of ragbench.compare --help, 0.57 s
+        from ragbench.compare.terminal import (
+            print_ppi,  # deferred: startup of ragbench.compare --help, 0.57 s
+        )
+
+        print_ppi(console, comp, ppi)
     if args.json:
         try:
-            write_json(args.json, comp, taxa)
+            write_json(args.json, comp, taxa, ppi=[r.json() for r in ppi])
         except OSError as exc:
             return _write_error("--json", args.json, exc)
         print(f"records: {args.json}")

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ragbench import stats
+from ragbench.compare import power as power_mod
 from ragbench.compare.metrics import MetricSpec, metric_spec
 from ragbench.compare.runcases import RunCases
 from ragbench.errors import ConfigError
 from ragbench.tracking.runs_table import tied
 
 ALL = "all"  # the type of the overall record
+TURN = "turn="  # the type of a record over a conversation turn index: turn=1, turn=2, turn=3plus
 # the smallest significance level: a p-value below alpha is re-estimated with 2 m / alpha randomisations
 # (``_refine``), 20,000 per comparison here; a smaller alpha asks for more than any comparison can run
 MIN_ALPHA = 1e-4
@@ -42,6 +44,11 @@ class Record:
     verdict: str
     lower_is_better: bool
     min_effect: float = 0.0  # the practical threshold at this baseline value: a smaller |delta| gets no verdict
+    # not significant (mean metrics): the smallest |delta| these n cases detect with probability ``power`` at
+    # level ``mde_alpha`` (alpha / the Holm family's size), from the paired differences' sd (compare.power)
+    mde: float = float("nan")
+    mde_alpha: float = float("nan")
+    diff_sd: float = float("nan")  # the standard deviation (ddof 1) of the paired differences
 
     def json(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -63,6 +70,7 @@ class Comparison:
     correction: str = field(default="")
     practical: str = field(default="")  # the practical thresholds, said once (see metrics.MinEffect)
     rank_by: str = field(default="")  # the sweep's ranking metric (runs_table.ranking_metric): the default baseline's
+    power: float = field(default=power_mod.DEFAULT_POWER)  # the power of the MDEs (Record.mde)
 
 
 def headline(run: RunCases, spec: MetricSpec) -> float:
@@ -168,7 +176,7 @@ def _shared(run: RunCases, base: RunCases, notes: list[str]) -> tuple[np.ndarray
 
 def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: Sequence[MetricSpec], *,
             resamples: int = 2000, seed: int = 0, alpha: float = 0.05, level: float = 0.95,
-            notes: Sequence[str] = ()) -> Comparison:
+            notes: Sequence[str] = (), power: float = power_mod.DEFAULT_POWER) -> Comparison:
     """Every run against its baseline, per metric, overall and per question type, Holm-corrected."""
     if (problem := alpha_problem(alpha)) is not None:
         raise ConfigError(problem)
@@ -186,8 +194,8 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                     notes.append(f"{run.name or run.run_id}: {spec.name} not compared: one side never measured it "
                                  "(e.g. an LLM judge none of whose verdicts parsed)")
                 continue
-            for qtype in (ALL, *sorted(set(types[scored]))):
-                m = scored if qtype == ALL else scored & (types == qtype)
+            for qtype, m in [(ALL, scored), *((t, scored & (types == t)) for t in sorted(set(types[scored]))),
+                             *turn_masks(base.fields.get("turn"), ib, scored)]:  # conversations: per turn
                 common = {"run": run.run_id, "run_name": run.name, "baseline": base.run_id,
                           "baseline_name": base.name, "metric": spec.name, "type": qtype,
                           "lower_is_better": spec.lower_is_better}
@@ -220,6 +228,7 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
             r["p_holm"] = p
             r["verdict"] = stats.verdict(r["delta"], p, lower_is_better=r["lower_is_better"], alpha=alpha,
                                          min_effect=r["min_effect"])
+        add_mde(family, alpha=alpha, power=power)
     for r in raw:
         r.setdefault("p_holm", 1.0)
         r.pop("_pair", None)
@@ -233,7 +242,32 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
     stats.release()
     return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
                       metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
-                      level=level, correction=correction, practical=practical_note(specs))
+                      level=level, correction=correction, practical=practical_note(specs), power=power)
+
+
+def add_mde(family: list[dict], *, alpha: float, power: float) -> None:
+    """Each not-significant record of a Holm ``family`` (on a mean) gets its paired differences' sd and its
+    minimum detectable effect at ``power``, at level alpha / m (m: the family's size): a p below alpha / m
+    passes Holm whatever the other comparisons' p-values, the level a detection can count on."""
+    level = alpha / max(len(family), 1)
+    for r in family:
+        a, b, statistic = r["_pair"]
+        if statistic != "mean":  # a percentile's difference is no mean of differences: no t-based MDE
+            continue
+        sd = power_mod.difference_sd(a, b)
+        r["diff_sd"] = sd
+        if r["verdict"] == stats.SAME and sd > 0:  # sd 0: every case scored alike, nothing to size from
+            r["mde"], r["mde_alpha"] = power_mod.mde(sd, len(a), level, power), level
+
+
+def turn_masks(turn: np.ndarray | None, ib: np.ndarray, scored: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The compared cases of each conversation turn index (``turn=1``, ``turn=2``, ``turn=3plus``; the
+    ``by_turn`` groups of ``ragbench.judge.conversation``), from the case records' ``turn``; none without."""
+    if turn is None:
+        return []
+    t = turn[ib]
+    groups = [("1", t == 1), ("2", t == 2), ("3plus", t >= 3)]
+    return [(f"{TURN}{name}", scored & m) for name, m in groups if (scored & m).any()]
 
 
 def alpha_problem(alpha: float) -> str | None:

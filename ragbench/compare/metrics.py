@@ -12,9 +12,10 @@ from ragbench.metric_keys import metric_info
 
 _LATENCY = re.compile(r"^latency/(?P<stage>[a-z_]+)_(?P<stat>p50|p95)_ms$")
 
-DEFAULTS = ("answer/f1", "judge/accuracy", "retrieval/hit_at_5", "retrieval/mrr_at_10", "context/tokens",
-            "latency/generate_p50_ms")
-OPTIONAL_DEFAULTS = ("judge/accuracy",)  # in the defaults only when a compared run has it
+DEFAULTS = ("answer/f1", "judge/accuracy", "retrieval/hit_at_5", "retrieval/mrr_at_10", "retrieval/hop/coverage",
+            "context/tokens", "latency/generate_p50_ms")
+# in the defaults only when a compared run has it (per-hop coverage: jobs that record hops, docs/multi-step.md)
+OPTIONAL_DEFAULTS = ("judge/accuracy", "retrieval/hop/coverage")
 
 
 @dataclass(frozen=True)

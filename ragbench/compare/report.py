@@ -104,9 +104,12 @@ def as_json(comp: Comparison, taxa: Sequence[Taxonomy]) -> dict[str, Any]:
     }
 
 
-def write_json(path: Path, comp: Comparison, taxa: Sequence[Taxonomy]) -> None:
+def write_json(path: Path, comp: Comparison, taxa: Sequence[Taxonomy], *,
+               ppi: Sequence[Mapping[str, Any]] = ()) -> None:
+    """The JSON document at ``path``; ``ppi``: ``--ppi``'s estimates (``PPIResult.json``), under ``ppi``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(as_json(comp, taxa), indent=1, allow_nan=True) + "\n", encoding="utf-8")
+    doc = {**as_json(comp, taxa), **({"ppi": list(ppi)} if ppi else {})}
+    path.write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n", encoding="utf-8")
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -13,6 +13,7 @@ from ragbench.errors import ConfigError
 from ragbench.jsonio import loads_bounded
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
 from ragbench.stages import encode_only
+from ragbench.tracking import reach
 from ragbench.tracking.mlflow_sink import flatten, quiet_downloads
 from ragbench.tracking.mlflow_tracker import client_for
 from ragbench.tracking.run_records import record_of
@@ -31,7 +32,7 @@ def open_store(uri: str) -> Any:
     if path is not None and not path.exists():
         raise ConfigError(f"no MLflow store at {path} (tracking uri {uri}); run from the folder "
                           "the jobs ran in, or pass --tracking-uri")
-    return client_for(uri)
+    return client_for(uri, reach.default_timeout(), key="--tracking-uri")
 
 
 def _experiment_id(client: Any, experiment: str, uri: str) -> str:

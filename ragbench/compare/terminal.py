@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragbench import stats
-from ragbench.compare.comparison import ALL, BASELINE, Comparison, Record
+from ragbench.compare.comparison import ALL, BASELINE, TURN, Comparison, Record
+from ragbench.compare.ppi import PPIResult
 from ragbench.compare.taxonomy import (
     ANSWERED_RIGHT,
     ANSWERED_WRONG,
@@ -137,7 +138,7 @@ def type_tables(comp: Comparison, width: int = WIDTH) -> list[Table]:
     for ds, lab in labels.items():
         cells: dict[str, dict[str, dict[str, Record]]] = {}
         for r in comp.records:
-            if r.type != ALL and r.verdict != BASELINE and r.run in lab:
+            if r.type != ALL and not r.type.startswith(TURN) and r.verdict != BASELINE and r.run in lab:
                 cells.setdefault(r.run, {}).setdefault(r.type, {})[r.metric] = r
         if not cells:
             continue
@@ -161,6 +162,93 @@ def type_tables(comp: Comparison, width: int = WIDTH) -> list[Table]:
                 table.add_row(first_cell, *(c.get(names[i], "" if not c else "-") for i in cols))
             tables.append(table)
     return tables
+
+
+def turn_tables(comp: Comparison) -> list[Table]:
+    """Per dataset with conversations: each run's delta on each metric per turn index (``turn=1``, ``turn=2``,
+    ``turn=3plus``), with its CI and verdict (Holm over the run's types and turns, per metric)."""
+    labels = dataset_labels(comp)
+    names = [s.name for s in comp.metrics]
+    tables = []
+    for ds, lab in labels.items():
+        recs = [r for r in comp.records if r.type.startswith(TURN) and r.verdict != BASELINE and r.run in lab]
+        if not recs:
+            continue
+        table = _table(f"{ds}: delta by conversation turn")
+        for head, justify in (("run / turn", "left"), ("metric", "left"), ("n", "right"), ("delta", "right"),
+                              ("95% CI", "right"), ("verdict", "left")):
+            table.add_column(head, justify=justify,  # type: ignore[arg-type]
+                             no_wrap=head != "run / turn", overflow="fold")
+        for run in dict.fromkeys(r.run for r in recs):
+            table.add_row(f"[bold]{escape(lab[run])}[/]", "", "", "", "", "")
+            mine = sorted((r for r in recs if r.run == run), key=lambda r: (r.type, names.index(r.metric)))
+            for r in mine:
+                table.add_row(escape(f"  {r.type}"), escape(short_metric(r.metric)), str(r.n), _delta(r.delta, 3),
+                              f"[{_delta(r.ci_low, 3)}, {_delta(r.ci_high, 3)}]",
+                              f"[{_STYLE[r.verdict]}]{VERDICT[r.verdict]}[/]")
+        tables.append(table)
+    return tables
+
+
+MDE_LEGEND = ("MDE: the smallest |delta| these n cases detect with power {power:g} by a two-sided paired "
+              "t-test at the level shown (alpha / m, m = the Holm family's size), from the sd of the paired "
+              "differences (noncentral t, as statsmodels' TTestPower); 'none' = n pairs cannot reach that p; "
+              "runs that score every case alike are left out")
+
+
+def _mde(x: float) -> str:
+    return "none" if x == float("inf") else _num(x)
+
+
+def mde_tables(comp: Comparison) -> list[Table]:
+    """Per dataset: each overall comparison with no detectable difference, its n, the paired differences'
+    sd, the Holm level and the minimum detectable effect (``Record.mde``)."""
+    labels = dataset_labels(comp)
+    heads = metric_labels([s.name for s in comp.metrics])
+    tables = []
+    for ds, lab in labels.items():
+        recs = [r for r in comp.records if r.type == ALL and r.run in lab and r.verdict == stats.SAME
+                and r.mde == r.mde]  # NaN: a percentile, under 2 cases, or every case alike
+        if not recs:
+            continue
+        table = _table(f"{ds}: not significant, minimum detectable effect (power {comp.power:g})")
+        for head in ("run", "metric", "n", "|delta|", "sd(diff)", "level", "MDE"):
+            table.add_column(head, justify="left" if head in ("run", "metric") else "right",
+                             no_wrap=head != "run", overflow="fold")
+        for r in recs:
+            table.add_row(escape(lab[r.run]), escape(heads[r.metric]), str(r.n), _num(abs(r.delta)),
+                          _num(r.diff_sd), f"{r.mde_alpha:.2g}", _mde(r.mde))
+        tables.append(table)
+    return tables
+
+
+PPI_LEGEND = ("PPI: prediction-powered estimate of the human score (Angelopoulos et al. 2023, no power "
+              "tuning): mean judge score of the N unlabelled cases minus the judge's mean error on the n "
+              "human-labelled ones, with its 95% CLT interval; judge: the judge-only mean over all cases")
+
+
+def ppi_tables(comp: Comparison, results: Sequence[PPIResult]) -> list[Table]:
+    """Per judge metric: each labelled run's judge-only and prediction-powered estimate, with 95% CIs."""
+    labels = {rid: lab for lab_of in dataset_labels(comp).values() for rid, lab in lab_of.items()}
+    tables = []
+    for metric in dict.fromkeys(r.metric for r in results):
+        table = _table(f"{metric}: judge only and prediction-powered (PPI)")
+        for head in ("run", "n/N", "judge", "95% CI", "PPI", "95% CI"):
+            table.add_column(head, justify="left" if head == "run" else "right", no_wrap=head != "run",
+                             overflow="fold")
+        for r in (r for r in results if r.metric == metric):
+            table.add_row(escape(labels.get(r.run, r.run_name or r.run[:8])), f"{r.labelled}/{r.unlabelled}",
+                          f"{r.judge.value:.3f}", f"[{r.judge.low:.3f}, {r.judge.high:.3f}]",
+                          f"{r.ppi.value:.3f}", f"[{r.ppi.low:.3f}, {r.ppi.high:.3f}]")
+        tables.append(table)
+    return tables
+
+
+def print_ppi(console: Console, comp: Comparison, results: Sequence[PPIResult]) -> None:
+    """``--ppi``: the legend and a table per judge metric (``ragbench.compare.ppi``)."""
+    console.print(f"[dim]•[/dim] {escape(PPI_LEGEND)}")
+    for table in ppi_tables(comp, results):
+        console.print(table)
 
 
 def taxonomy_tables(comp: Comparison, taxa: Sequence[Taxonomy]) -> list[Table]:
@@ -192,6 +280,11 @@ def print_comparison(console: Console, comp: Comparison, taxa: Sequence[Taxonomy
     console.print(f"[dim]•[/dim] {escape(LEGEND.format(alpha=comp.alpha))}")
     for table in overall_tables(comp):
         console.print(table)
+    tables = mde_tables(comp)  # what each "not sig." could have detected (ragbench.compare.power)
+    if tables:
+        console.print(f"[dim]•[/dim] {escape(MDE_LEGEND.format(power=comp.power))}")
+    for table in tables:
+        console.print(table)
     names = [s.name for s in comp.metrics]
     shortened = {m: h for m, h in metric_labels(names).items() if h != m}
     tables = type_tables(comp)
@@ -199,6 +292,8 @@ def print_comparison(console: Console, comp: Comparison, taxa: Sequence[Taxonomy
         console.print("[dim]•[/dim] by question type, columns: "
                       + escape(", ".join(f"{h} = {m}" for m, h in shortened.items())))
     for table in tables:
+        console.print(table)
+    for table in turn_tables(comp):  # conversations: the gap per turn index, with its CI
         console.print(table)
     tables = taxonomy_tables(comp, taxa)
     if tables:

@@ -14,7 +14,7 @@ from ragbench.datasets.download import dataset_dir, download, install_archive, i
 from ragbench.datasets.evalgen.cli import cmd_generate as generate
 from ragbench.datasets.financebench import QUESTIONS
 from ragbench.datasets.inspect_set import inspect_file
-from ragbench.datasets.sources import SOURCES, financebench_pdf
+from ragbench.datasets.sources import ALL, SOURCES, financebench_pdf
 from ragbench.datasets.stats import summarize
 from ragbench.errors import ConfigError, RagbenchError
 from ragbench.preview import preview, render
@@ -49,10 +49,12 @@ def _financebench_pdfs(root: Path) -> tuple:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    """``download <name> [--pdfs] [--force] [--dest DIR]``."""
+    """``download <name>|all [--pdfs] [--force] [--dest DIR]``."""
+    if args.name == "all":
+        return _download_all(args)
     source = SOURCES.get(args.name)
     if source is None:
-        print(f"no official download for {args.name!r}; downloadable: {', '.join(sorted(SOURCES))}", file=sys.stderr)
+        print(f"no official download for {args.name!r}; downloadable: all, {', '.join(sorted(SOURCES))}", file=sys.stderr)
         return 2
     root = Path(args.dest).expanduser() if args.dest else dataset_dir(args.name)
     if args.zip:  # the official archive fetched by hand: checked against its published checksum, unpacked
@@ -71,6 +73,31 @@ def cmd_download(args: argparse.Namespace) -> int:
         print(f"use them with: dataset={args.name} dataset.variant=full")
     else:
         print(f"use them with: dataset={args.name} dataset.path={root}")
+    return 0
+
+
+def _download_all(args: argparse.Namespace) -> int:
+    """``download all``: each dataset of ``sources.ALL`` in turn, into its own folder (below ``--dest`` when
+    given); a failed one is named and the others still run; exit 1 when any failed."""
+    if args.zip:
+        print("--zip installs one archive: use it with one dataset name, not all", file=sys.stderr)
+        return 2
+    failed: list[str] = []
+    for i, name in enumerate(ALL, 1):
+        print(f"[{i}/{len(ALL)}] {name}", flush=True)
+        one = argparse.Namespace(**{**vars(args), "name": name,
+                                    "dest": str(Path(args.dest) / name) if args.dest else None,
+                                    "pdfs": args.pdfs and name == "financebench"})
+        try:
+            if cmd_download(one) != 0:
+                failed.append(name)
+        except RagbenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed.append(name)
+    if failed:
+        print(f"download all: {len(failed)} of {len(ALL)} failed ({', '.join(failed)}); fix the lines above "
+              "and run it again (what is in place is kept)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -140,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ragbench.datasets", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("download", help="fetch the official files into the cache ($RAGBENCH_CACHE)")
-    p.add_argument("name")
+    p.add_argument("name", help=f"a dataset, beir/<name>, or all ({', '.join(ALL)})")
     p.add_argument("--force", action="store_true", help="download again even if present")
     p.add_argument("--pdfs", action="store_true", help="financebench: also fetch the referenced filings")
     p.add_argument("--dest", help="folder to download into instead of the cache")

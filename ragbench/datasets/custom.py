@@ -252,7 +252,8 @@ class CustomAdapter(BaseAdapter):
             whole = bool(located) and all(names_document(ev) for ev in located)
             queries.append(Query(qid=qa.qid, text=qa.question, answers=qa.answers, question_type=qa.question_type,
                                  answerable=qa.answerable, evidence=tuple(located), doc_ids=tuple(doc_ids),
-                                 meta=dict(qa.meta), openviking=OpenVikingQA(kept=False) if whole else None))
+                                 meta=dict(qa.meta), openviking=OpenVikingQA(kept=False) if whole else None,
+                                 conversation=qa.conversation, turn=qa.turn, history=qa.history))
         check_matched(queries, stats, unmatched, dataset=self.name, file=file)
         return docs, queries, stats
 

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragbench.datasets.base import require
+from ragbench.datasets.conversations import parse_conversation
 from ragbench.errors import DatasetError
 from ragbench.text import NOT_MENTIONED
+from ragbench.types import Turn
 
 DEFAULT_TYPE = "general"
 
@@ -37,6 +39,9 @@ class RawQA:
     docs: tuple[str, ...]
     where: str
     meta: Mapping[str, Any]
+    conversation: str | None = None  # a conversation's turn: its id, index and earlier turns
+    turn: int = 0
+    history: tuple[Turn, ...] = ()
 
 
 Check = Callable[..., Any]
@@ -88,61 +93,70 @@ def parse_jsonl(rows: list[dict[str, Any]], *, dataset: str, file: str) -> list[
     scored on retrieval only), optional ``id`` (on every line or on none: then ``q<line>``),
     ``question_type``, ``answerable``, ``doc_ids`` and ``evidence`` (strings: quotes or document names;
     objects ``{text, ref, doc_id, relevance}``, of which ``{doc_id}`` alone names a relevant document)."""
-    check = _checker(dataset, file)
     _one_id_rule(rows, dataset=dataset, file=file)
     out: list[RawQA] = []
+    conversations: dict[str, int] = {}  # conversation id -> its line (ragbench.datasets.conversations)
     for n, row in enumerate(rows, start=1):
-        where = f"line {n}"
-        question = check(row, "question", where, (str,))
-        answers = check(row, "answers", where, (list, str)) if isinstance(row, dict) and "answers" in row else []
-        answers = [answers] if isinstance(answers, str) else answers
-        for a in answers:
-            if not isinstance(a, str | int | float) or isinstance(a, bool):
-                raise DatasetError(f"answers must be strings, found {type(a).__name__}", dataset=dataset,
-                                   file=file, record=where, field="answers", fix='write "answers": ["..."]')
-        answerable = row.get("answerable", True)
-        if not isinstance(answerable, bool):
-            check(row, "answerable", where, (bool,))
-        if answerable and "answers" in row and not any(str(a).strip() for a in answers):
-            # a blank gold would score a refusal ("Not mentioned") as F1 1.0
-            raise DatasetError("an answerable question needs a non-empty gold answer", dataset=dataset, file=file,
-                               record=where, field="answers",
-                               fix='write "answers": ["..."], "answerable": false for a question the '
-                               'documents cannot answer, or leave "answers" out to score retrieval only')
-        items = row.get("evidence")
-        if items is not None and not isinstance(items, list):
-            raise DatasetError(f"evidence must be a list, found {type(items).__name__} {_short(items)}",
-                               dataset=dataset, file=file, record=where, field="evidence",
-                               fix='write "evidence": ["quote", {"text": "quote", "doc_id": "file.md"}], or leave '
-                               "it out")
-        evidence: list[RawEvidence] = []
-        for ei, item in enumerate(items or []):
-            ewhere = f"{where} evidence[{ei}]"
-            if isinstance(item, str):
-                evidence.append(RawEvidence(text=item, ref=None, doc=None, relevance=1))
-                continue
-            if not isinstance(item, dict) or not (item.get("text") or item.get("ref") or item.get("doc_id")):
-                raise DatasetError("an evidence item must be a string or an object with 'text', 'ref' or 'doc_id'",
-                                   dataset=dataset, file=file, record=ewhere, field="evidence",
-                                   fix=f"write {EVIDENCE_FORMS}")
-            evidence.append(RawEvidence(
-                text=str(item["text"]) if item.get("text") else None,
-                ref=str(item["ref"]) if item.get("ref") else None,
-                doc=str(item["doc_id"]) if item.get("doc_id") else None,
-                relevance=_relevance(item.get("relevance", 1), dataset=dataset, file=file, where=ewhere),
-                doc_field="evidence.doc_id",
-            ))
-        docs = row.get("doc_ids") or []
-        if not isinstance(docs, list):
-            check(row, "doc_ids", where, (list,))
-        qtype = row.get("question_type") or DEFAULT_TYPE
-        out.append(RawQA(
-            qid=str(row["id"]) if given(row) else f"q{n}", question=question,
-            answers=tuple(str(a) for a in answers) or ((NOT_MENTIONED,) if not answerable else ()),
-            question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
-            docs=tuple(str(d) for d in docs), where=where, meta={},
-        ))
+        if isinstance(row, dict) and "turns" in row:
+            out.extend(parse_conversation(row, n, conversations, parse_row, dataset=dataset, file=file))
+            continue
+        out.append(parse_row(row, f"line {n}", str(row["id"]) if given(row) else f"q{n}", dataset=dataset,
+                             file=file))
     return out
+
+
+def parse_row(row: Any, where: str, qid: str, *, dataset: str, file: str) -> RawQA:
+    """One question of a ragbench QA JSONL file (a line, or a turn of a conversation line)."""
+    check = _checker(dataset, file)
+    question = check(row, "question", where, (str,))
+    answers = check(row, "answers", where, (list, str)) if isinstance(row, dict) and "answers" in row else []
+    answers = [answers] if isinstance(answers, str) else answers
+    for a in answers:
+        if not isinstance(a, str | int | float) or isinstance(a, bool):
+            raise DatasetError(f"answers must be strings, found {type(a).__name__}", dataset=dataset,
+                               file=file, record=where, field="answers", fix='write "answers": ["..."]')
+    answerable = row.get("answerable", True)
+    if not isinstance(answerable, bool):
+        check(row, "answerable", where, (bool,))
+    if answerable and "answers" in row and not any(str(a).strip() for a in answers):
+        # a blank gold would score a refusal ("Not mentioned") as F1 1.0
+        raise DatasetError("an answerable question needs a non-empty gold answer", dataset=dataset, file=file,
+                           record=where, field="answers",
+                           fix='write "answers": ["..."], "answerable": false for a question the '
+                           'documents cannot answer, or leave "answers" out to score retrieval only')
+    items = row.get("evidence")
+    if items is not None and not isinstance(items, list):
+        raise DatasetError(f"evidence must be a list, found {type(items).__name__} {_short(items)}",
+                           dataset=dataset, file=file, record=where, field="evidence",
+                           fix='write "evidence": ["quote", {"text": "quote", "doc_id": "file.md"}], or leave '
+                           "it out")
+    evidence: list[RawEvidence] = []
+    for ei, item in enumerate(items or []):
+        ewhere = f"{where} evidence[{ei}]"
+        if isinstance(item, str):
+            evidence.append(RawEvidence(text=item, ref=None, doc=None, relevance=1))
+            continue
+        if not isinstance(item, dict) or not (item.get("text") or item.get("ref") or item.get("doc_id")):
+            raise DatasetError("an evidence item must be a string or an object with 'text', 'ref' or 'doc_id'",
+                               dataset=dataset, file=file, record=ewhere, field="evidence",
+                               fix=f"write {EVIDENCE_FORMS}")
+        evidence.append(RawEvidence(
+            text=str(item["text"]) if item.get("text") else None,
+            ref=str(item["ref"]) if item.get("ref") else None,
+            doc=str(item["doc_id"]) if item.get("doc_id") else None,
+            relevance=_relevance(item.get("relevance", 1), dataset=dataset, file=file, where=ewhere),
+            doc_field="evidence.doc_id",
+        ))
+    docs = row.get("doc_ids") or []
+    if not isinstance(docs, list):
+        check(row, "doc_ids", where, (list,))
+    qtype = row.get("question_type") or DEFAULT_TYPE
+    return RawQA(
+        qid=qid, question=question,
+        answers=tuple(str(a) for a in answers) or ((NOT_MENTIONED,) if not answerable else ()),
+        question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
+        docs=tuple(str(d) for d in docs), where=where, meta={},
+    )
 
 
 def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -118,12 +119,11 @@ def fetch(source: DatasetSource, file: RemoteFile, root: Path, *, retries: int =
                 break
             finally:
                 tmp.unlink(missing_ok=True)
-            if file.sha256 is None and file.md5 is None:
+            if not file.pinned:
                 log.warning("%s: no pinned SHA-256 for %s; downloaded file has SHA-256 %s (recorded in %s; pin "
                             "it in ragbench/datasets/sources.py once checked)", source.name, file.dest, digest,
                             root / MANIFEST)
-            return {"url": url, "sha256": digest, "size": size,
-                    "verified": file.sha256 is not None or file.md5 is not None}
+            return {"url": url, "sha256": digest, "size": size, "verified": file.pinned}
     raise DownloadError(
         f"dataset '{source.name}': could not download {file.dest}:\n  " + "\n  ".join(failures)
         + f"\n  fix: {_manual_fix(source, file, root)}"
@@ -150,7 +150,8 @@ def _unpack_or_refuse(source: DatasetSource, file: RemoteFile, archive: Path, or
     is not pinned; an ArchiveError is the DownloadError naming the dataset, the archive and the fix."""
     assert file.unpack is not None  # the callers unpack archives only
     try:
-        return unpack(archive, file.unpack, root, expect=file.expect, max_bytes=unpack_bound(file))
+        return unpack(archive, file.unpack, root, expect=file.expect, max_bytes=unpack_bound(file),
+                      members=dict(file.members))
     except ArchiveError as exc:
         raise DownloadError(f"dataset '{source.name}': {origin} {exc}; nothing was installed\n"
                             f"  fix: {_manual_fix(source, file, root)}") from None
@@ -176,7 +177,7 @@ def install_archive(source: DatasetSource, archive: Path, root: Path) -> Path:
     manifest = root / MANIFEST
     entries = json.loads(manifest.read_text()) if manifest.is_file() else {}
     entries[file.dest] = {"url": str(archive), "sha256": digest, "size": archive.stat().st_size,
-                          "verified": file.sha256 is not None or file.md5 is not None, "unpacked": written}
+                          "verified": file.pinned, "unpacked": written}
     _write_atomic(manifest, json.dumps(entries, indent=2, sort_keys=True).encode())
     return root
 
@@ -296,11 +297,13 @@ def _extract(archive: Path, spec: Unpack, stage: Path, budget: _Budget) -> list[
 
 
 def unpack(archive: Path, spec: Unpack, root: Path, *, expect: tuple[str, ...] = (),
-           max_bytes: int | None = None) -> list[str]:
+           max_bytes: int | None = None, members: Mapping[str, str] | None = None) -> list[str]:
     """Extracts the wanted members of a .zip or .tar(.gz) into ``root``: streamed block by block into a
     staging folder below it, at most ``max_bytes`` in all (None: no bound), then moved into place once
-    every member was read and every ``expect`` path is among them. On any failure (``ArchiveError``, a
-    full disk) the staging folder is removed: nothing half-written is left and no earlier file is touched."""
+    every member was read, every ``expect`` path is among them and, when ``members`` pins them (path ->
+    SHA-256), the members are exactly the pinned ones, each with its digest. On any failure
+    (``ArchiveError``, a full disk) the staging folder is removed: nothing half-written is left and no
+    earlier file is touched."""
     root.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(dir=root, prefix=".unpack-"))
     try:
@@ -308,6 +311,8 @@ def unpack(archive: Path, spec: Unpack, root: Path, *, expect: tuple[str, ...] =
         missing = [rel for rel in expect if rel not in written]
         if missing:
             raise ArchiveError(f"holds no {', '.join(missing)}")
+        if members:
+            _check_members(stage, written, members)
         for rel in written:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(stage / rel, root / rel)
@@ -316,6 +321,20 @@ def unpack(archive: Path, spec: Unpack, root: Path, *, expect: tuple[str, ...] =
         raise exc.error from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _check_members(stage: Path, written: list[str], members: Mapping[str, str]) -> None:
+    """ArchiveError unless the unpacked members are exactly the pinned ones, each with its SHA-256."""
+    absent = sorted(set(members) - set(written))
+    if absent:
+        raise ArchiveError(f"lacks {len(absent)} pinned member(s), e.g. {absent[0]} (another release?)")
+    extra = sorted(set(written) - set(members))
+    if extra:
+        raise ArchiveError(f"holds {len(extra)} member(s) that are not pinned, e.g. {extra[0]} (another release?)")
+    for rel in written:
+        digest = _file_hash(stage / rel, "sha256")
+        if digest != members[rel]:
+            raise ArchiveError(f"member {rel} has SHA-256 {digest}, expected the pinned {members[rel]}")
 
 
 def unpack_bound(file: RemoteFile) -> int | None:

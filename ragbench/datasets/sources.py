@@ -1,15 +1,20 @@
 """Where the official dataset files live: pinned URLs, sizes and SHA-256 where they are known.
 
-A ``sha256`` of ``None`` means the checksum of the *full* official file is not known to ragbench (the
-bundled samples are subsets, so their checksums do not apply). Such files are downloaded, their
-SHA-256 is logged and recorded in the cache manifest, and the value should be pasted here once it
-has been checked against the origin; from then on a changed or corrupted file is refused.
+Every official source is pinned: a file by its SHA-256 (and size), an archive that its host builds on
+request (GitHub's repository zips, whose bytes are not promised to stay the same) by the SHA-256 of each
+member ragbench unpacks (``pins/<name>.sha256``, sha256sum format), and BEIR's zips by the MD5 their
+README publishes. One exception: Qasper's two archives, which could not be fetched where this was
+written; their SHA-256 is logged and recorded in the cache manifest on download (``sha256=None``), to be
+pinned here once checked against the origin.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
+
+PINS = Path(__file__).resolve().parent / "pins"
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,14 @@ class RemoteFile:
     unpack: Unpack | None = None
     # what must exist below the root once this file is in place (archives: some unpacked members)
     expect: tuple[str, ...] = ()
+    # an archive whose own bytes cannot be pinned: the SHA-256 of every member it unpacks (path below the
+    # root -> hex digest); a member missing, extra or different refuses the archive
+    members: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def pinned(self) -> bool:
+        """True when the bytes installed are checked against published or pinned checksums."""
+        return self.sha256 is not None or self.md5 is not None or bool(self.members)
 
     def outputs(self) -> tuple[str, ...]:
         """Paths below the dataset root that show this file is already in place."""
@@ -49,6 +62,19 @@ class DatasetSource:
     files: tuple[RemoteFile, ...]
 
 
+def member_pins(name: str) -> tuple[tuple[str, str], ...]:
+    """``pins/<name>.sha256`` (sha256sum format, ``#`` comments): (path below the root, SHA-256) pairs."""
+    pairs = []
+    for line in (PINS / f"{name}.sha256").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            digest, path = line.split(maxsplit=1)
+            pairs.append((path.strip(), digest))
+    return tuple(pairs)
+
+
+# the datasets `python -m ragbench.datasets download all` fetches (BEIR's are fetched one by one: beir/<name>)
+ALL = ("locomo", "qasper", "syllabusqa", "financebench", "multihop_rag")
+
 _LOCOMO_COMMIT = "3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376"
 _SYLLABUSQA_COMMIT = "72baa744eaa120539134a5b174cf1d51ba7cb064"
 _FINANCEBENCH_COMMIT = "cc39aeb4afdf33909ee1412188bf89035950c2eb"
@@ -62,7 +88,8 @@ SOURCES: dict[str, DatasetSource] = {
         files=(RemoteFile(
             dest="data/locomo10.json",
             urls=(f"https://raw.githubusercontent.com/snap-research/locomo/{_LOCOMO_COMMIT}/data/locomo10.json",),
-            sha256=None,  # unknown: only a 2-conversation subset was available when this was written
+            # the file at the pinned commit (10 conversations, 1,986 questions)
+            sha256="79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4", size=2_805_274,
         ),),
     ),
     "qasper": DatasetSource(
@@ -92,9 +119,9 @@ SOURCES: dict[str, DatasetSource] = {
             dest=".downloads/SyllabusQA.zip",
             urls=(f"https://codeload.github.com/umass-ml4ed/SyllabusQA/zip/{_SYLLABUSQA_COMMIT}",),
             # GitHub builds repository archives on request and does not promise identical bytes over
-            # time, so this archive cannot be pinned; the adapter's fingerprint still hashes every
-            # split file and syllabus it reads.
+            # time, so the archive itself is not pinned: every member it unpacks is (pins/syllabusqa.sha256)
             sha256=None,
+            members=member_pins("syllabusqa"),
             unpack=Unpack(include=("data/dataset_split/*", "syllabi/syllabi_meta_info.csv",
                                    "syllabi/syllabi_redacted/text/*", "syllabi/syllabi_redacted/word/*"), strip=1),
             expect=tuple(f"data/dataset_split/{s}.{f}" for s in ("train", "val", "test") for f in ("csv", "json")),
@@ -106,8 +133,13 @@ SOURCES: dict[str, DatasetSource] = {
         files=tuple(RemoteFile(
             dest=f"data/{name}",
             urls=(f"https://raw.githubusercontent.com/patronus-ai/financebench/{_FINANCEBENCH_COMMIT}/data/{name}",),
-            sha256=None,  # unknown for the full 150-question files (the bundled sample is a 30-question subset)
-        ) for name in ("financebench_open_source.jsonl", "financebench_document_information.jsonl")),
+            sha256=sha, size=size,  # the full files at the pinned commit (150 questions)
+        ) for name, sha, size in (
+            ("financebench_open_source.jsonl", "a5a2aa673e573e55675fc3c0f9aa38c1cf59d2abc91edb077534f71f10a71877",
+             929_848),
+            ("financebench_document_information.jsonl",
+             "1c69127783879de8cdadb159d2181f39bc3123b8e0ebf74031c3969d69189575", 88_781),
+        )),
     ),
     "multihop_rag": DatasetSource(
         name="multihop_rag",
@@ -152,6 +184,12 @@ SOURCES.update({f"beir/{name}": beir_source(name, md5) for name, md5 in BEIR_MD5
 
 
 def financebench_pdf(doc_name: str) -> RemoteFile:
-    """The filing ``pdfs/<doc_name>.pdf`` of the FinanceBench repository (checksums not published)."""
+    """The filing ``pdfs/<doc_name>.pdf`` of the FinanceBench repository, with its pinned SHA-256 where
+    ``pins/financebench_pdfs.sha256`` lists it."""
     base = f"https://raw.githubusercontent.com/patronus-ai/financebench/{_FINANCEBENCH_COMMIT}"
-    return RemoteFile(dest=f"pdfs/{doc_name}.pdf", urls=(f"{base}/pdfs/{quote(doc_name)}.pdf",), sha256=None)
+    dest = f"pdfs/{doc_name}.pdf"
+    return RemoteFile(dest=dest, urls=(f"{base}/pdfs/{quote(doc_name)}.pdf",), sha256=_pdf_pins().get(dest))
+
+
+def _pdf_pins() -> dict[str, str]:
+    return dict(member_pins("financebench_pdfs"))

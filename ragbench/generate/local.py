@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragbench.generate.citations import parse_citations
@@ -90,7 +91,31 @@ class LocalGenerator:
         self.client.preflight()
 
     def prompts(self, query: Query, contexts: Sequence[Context]) -> list[list[dict[str, str]]]:
-        return [self.prompt.messages(query, self.fit(query, contexts, count=False), dataset=self.dataset)]
+        query, kept = self.fitted(query, contexts, count=False)
+        return [self.prompt.messages(query, kept, dataset=self.dataset)]
+
+    def fitted(self, query: Query, contexts: Sequence[Context], *, count: bool = True) -> tuple[Query, list[Context]]:
+        """``fit``, and for a conversation's turn whose history leaves no room even without contexts
+        (``truncate_contexts``), its oldest history turns dropped until the prompt fits; under ``refuse``
+        the error names the history settings too."""
+        try:
+            return query, self.fit(query, contexts, count=count)
+        except LLMContextError as exc:
+            if not query.history:
+                raise
+            if self.client.context_overflow == "refuse":
+                raise LLMContextError(f"{exc}; or shorten the turn's history (generate.history_turns, "
+                                      "generate.history_max_tokens)") from None
+            error = exc
+        history = list(query.history)
+        while history:
+            history.pop(0)  # the oldest turn first
+            shorter = replace(query, history=tuple(history))
+            try:
+                return shorter, self.fit(shorter, contexts, count=count)
+            except LLMContextError as exc:
+                error = exc
+        raise error
 
     def fit(self, query: Query, contexts: Sequence[Context], *, count: bool = True) -> list[Context]:
         """``contexts`` less the lowest-ranked ones the window has no room for (``context_overflow``)."""
@@ -123,7 +148,7 @@ class LocalGenerator:
 
     def answer(self, query: Query, contexts: Sequence[Context]) -> Answer:
         """The answer with ``[ref_N]`` markers moved into ``citations``; raises an LLMError subclass."""
-        kept = self.fit(query, contexts)
+        query, kept = self.fitted(query, contexts)
         reply = self.client.complete(self.prompt.messages(query, kept, dataset=self.dataset))
         text, citations = parse_citations(reply.text, len(kept))
         return Answer(

@@ -156,7 +156,12 @@ class AnswerPrompt:
             missing_rule=self.missing_rule,
             question=query.text,
         )
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        history: list[dict[str, str]] = []  # a conversation's earlier turns (ragbench.generate.history)
+        for turn in query.history:
+            history.append({"role": "user", "content": turn.text})
+            if turn.answer:
+                history.append({"role": "assistant", "content": turn.answer})
+        return [{"role": "system", "content": self.system}, *history, {"role": "user", "content": user}]
 
 
 def load_answer_prompt(spec: str) -> AnswerPrompt:

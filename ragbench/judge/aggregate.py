@@ -12,8 +12,11 @@ from ragbench.judge import (
     asking,
     claims,
     context,
+    conversation,
     document,
+    hops,
     locomo_f1,
+    mlflow_scorers,
     reference_free,
     refusal,
     retrieval,
@@ -28,7 +31,7 @@ from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
 _COUNT = "a count over the job's cases"
-_GROUP = re.compile(r"^by_(?:type|difficulty)/[^/]+/")
+_GROUP = re.compile(r"^by_(?:type|difficulty|turn|followup)/[^/]+/")
 _P = "the {}th percentile over the successful cases (ms)"
 # what ``summarize`` adds beside the per-case means (the token and cost totals are ragbench.budget's)
 METRICS: dict[str, MetricInfo] = {
@@ -51,6 +54,13 @@ METRICS: dict[str, MetricInfo] = {
     "cases/failure_rate": MetricInfo("cases/failed / cases/total; above max_failure_rate the job is FAILED",
                                      "ragbench", higher_is_better=False, kind="diagnostic",
                                      job_level="failed / attempted cases"),
+    "cases/retrieval_ok": MetricInfo("cases whose retrieval step (search, rerank, expand) ended without error",
+                                     "ragbench", kind="diagnostic", job_level=_COUNT, unit="count"),
+    "cases/generation_ok": MetricInfo("cases that got an answer (jobs with a generator)", "ragbench",
+                                      kind="diagnostic", job_level=_COUNT, unit="count"),
+    "cases/judge_ok": MetricInfo("cases every judge graded: the judge step ended without error and no rubric's "
+                                 "verdict failed to parse (jobs with a judge that reads the answer)", "ragbench",
+                                 kind="diagnostic", job_level=_COUNT, unit="count"),
     "cases/skipped": MetricInfo("cases not run (a budget was reached): left out of every figure", "ragbench",
                                 higher_is_better=False, kind="diagnostic", job_level=_COUNT, unit="count",
                                 columns=(Column("cases/skipped", "skipped", 9),)),
@@ -70,12 +80,14 @@ METRICS: dict[str, MetricInfo] = {
                                          job_level="mean over the cases with an answer"),
     "llm/cache_hits": MetricInfo("answers the LLM reply cache served", "ragbench", kind="diagnostic",
                                  job_level=_COUNT, unit="count"),
+    **conversation.METRICS,  # conversation/*: per-conversation figures (ragbench.judge.conversation)
 }
 # Every per-case key, declared beside the code that computes it, then what summarize adds. The last table is
 # the one declaration of a RetrievalScorer's keys (``retrieval/<name>``): it is tried after every other.
 CASE_METRICS: dict[str, MetricInfo] = merge(
     squad.METRICS, locomo_f1.METRICS, refusal.METRICS, rubrics.METRICS, reference_free.METRICS,
-    reference_free.FAILED, claims.METRICS, asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS)
+    reference_free.FAILED, claims.METRICS, asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS,
+    hops.METRICS, mlflow_scorers.METRICS)
 DECLARED: dict[str, MetricInfo] = merge(CASE_METRICS, METRICS, scorers.METRICS)
 # each LLM judge score's per-case failure key (1 when the case got no parsable verdict for it)
 FAILED_BY: dict[str, str] = {**rubrics.FAILED_BY, **reference_free.FAILED_BY, **claims.FAILED_BY}
@@ -119,6 +131,19 @@ def end_to_end(case: CaseResult, key: str) -> float:
 def metric_name(text: str) -> str:
     """A question type as a valid, stable MLflow name part (``yes/no`` -> ``yes_no``)."""
     return re.sub(r"[^a-z0-9_.-]+", "_", text.strip().lower()).strip("_") or "unknown"
+
+
+def stage_counts(cases: Sequence[CaseResult]) -> dict[str, float]:
+    """``cases/retrieval_ok``, ``cases/generation_ok``, ``cases/judge_ok``: the attempted cases each step
+    ended for (a step records its latency when it ends: ``ragbench.cases``), beside the end-to-end count
+    ``cases/successful``; the last two only where some case reached that step."""
+    out = {"cases/retrieval_ok": float(sum("expand" in c.latency for c in cases))}
+    if any("generate" in c.latency or c.answer is not None for c in cases):
+        out["cases/generation_ok"] = float(sum("generate" in c.latency for c in cases))
+    if any("judge" in c.latency for c in cases):
+        out["cases/judge_ok"] = float(sum("judge" in c.latency and not any(
+            k.endswith("judge_failed") and v for k, v in c.scores.items()) for c in cases))
+    return out
 
 
 def percentile_ms(values: Sequence[float], q: float) -> float:
@@ -175,6 +200,7 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
     out["cases/failed"] = float(len(cases) - len(ok))
     out["cases/failure_rate"] = (len(cases) - len(ok)) / len(cases) if cases else 0.0
     out["cases/skipped"] = float(skipped)
+    out.update(stage_counts(cases))
     out["retrieval/queries_scored"] = float(sum(MRR_KEY in c.scores for c in cases))  # what retrieval/* average over
     stages: dict[str, list[float]] = defaultdict(list)
     for c in ok:
@@ -198,7 +224,8 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
 
 def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict[str, float]:
     """Overall metrics plus ``by_type/<type>/<metric>`` for every question type (and
-    ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``); ``declared`` score
+    ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``; ``by_turn/<n>/<metric>``,
+    ``by_followup/<mark>/<metric>`` and ``conversation/*`` for conversations' turns); ``declared`` score
     keys (see ``score_keys``) are reported as 0 by a group whose every case failed."""
     keys = sorted({k for c in cases for k in c.scores} | set(declared))
     out = summarize(cases, keys)
@@ -209,7 +236,9 @@ def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict
     for c in cases:
         if c.query.meta.get("difficulty") not in (None, ""):
             by_difficulty[metric_name(str(c.query.meta["difficulty"]))].append(c)
-    for family, groups in (("by_type", by_type), ("by_difficulty", by_difficulty)):
+    out.update(conversation.conversation_metrics(cases))  # conversation/*: only where cases are turns
+    for family, groups in (("by_type", by_type), ("by_difficulty", by_difficulty),
+                           *conversation.turn_groups(cases)):  # by_turn/*, by_followup/*: conversations' turns
         for name, group in sorted(groups.items()):
             for key, value in summarize(group, keys).items():
                 if key.startswith(("tokens/", "cost/", "llm/", "latency/")):

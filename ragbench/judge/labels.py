@@ -27,7 +27,10 @@ from ragbench.errors import ConfigError
 from ragbench.types import Answer, Context, Level, Query
 
 FIELDS = ("id", "question", "answer", "contexts", "gold", "question_type", "generator", "labels", "answerable",
-          "meta")
+          "meta", "run", "case")
+# an item may name a run and one of its cases ("run": RUN_ID, "case": QID): the human label of that case's
+# answer, which ``ragbench.compare --ppi`` combines with the run's judge scores (ragbench.compare.ppi);
+# such an item needs no question or answer (the run's case holds them) when read by ``load_case_labels``
 FORMAT_HELP = ('each line: {"question": str, "answer": str, "contexts": [str | {"title", "text"}], '
                '"labels": {"<rubric>": int}} (optional: id, gold, question_type, generator, answerable, meta)')
 
@@ -51,6 +54,8 @@ class LabelledItem:
     answerable: bool = True
     meta: Mapping[str, Any] = field(default_factory=dict)
     line: int = 0  # the item's line in its labels file (0: not read from a file)
+    run: str | None = None  # the run whose case this item labels (its id, id prefix or name), if any
+    case: str | None = None  # the labelled case's id (``qid`` in the run's cases.jsonl), if any
 
     def query(self) -> Query:
         """The item as the ``Query`` a judge takes."""
@@ -142,8 +147,9 @@ def _labels(value: Any, path: Path, line: int) -> dict[str, int]:
     return out
 
 
-def parse_item(data: Any, path: Path, line: int) -> LabelledItem:
-    """One line's object as a ``LabelledItem`` (``LabelsError`` naming the line when it is not one)."""
+def parse_item(data: Any, path: Path, line: int, *, of_case: bool = False) -> LabelledItem:
+    """One line's object as a ``LabelledItem`` (``LabelsError`` naming the line when it is not one).
+    ``of_case``: an item labelling a run's case: ``case`` is required, question and answer are not."""
     if not isinstance(data, dict):
         raise _bad(path, line, f"expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(FIELDS))
@@ -162,10 +168,12 @@ def parse_item(data: Any, path: Path, line: int) -> LabelledItem:
     given = data.get("id")
     if given not in (None, "") and (isinstance(given, bool) or not isinstance(given, str | int)):
         raise _bad(path, line, f"'id' must be a string or an integer, got {json.dumps(given)[:40]}")
+    case = _text(data.get("case"), path, line, "case", required=of_case)
+    run = _text(data.get("run"), path, line, "run", required=False)
     return LabelledItem(
         item_id=f"line-{line}" if given in (None, "") else str(given),
-        question=str(_text(data.get("question"), path, line, "question")),
-        answer=str(_text(data.get("answer"), path, line, "answer")),
+        question=_text(data.get("question"), path, line, "question", required=not of_case) or "",
+        answer=_text(data.get("answer"), path, line, "answer", required=not of_case) or "",
         contexts=_contexts(data.get("contexts"), path, line),
         gold=golds,
         question_type=str(_text(data.get("question_type"), path, line, "question_type", required=False) or "unknown"),
@@ -174,6 +182,8 @@ def parse_item(data: Any, path: Path, line: int) -> LabelledItem:
         answerable=answerable,
         meta=meta,
         line=line,
+        run=run,
+        case=case,
     )
 
 
@@ -215,6 +225,45 @@ def load_labels(path: str | Path) -> LabelSet:
                        fix="give every item its own id")
         seen[item.item_id] = item.line
     return LabelSet(path=str(p), sha256=hashlib.sha256(raw).hexdigest(), items=tuple(items))
+
+
+CASE_HELP = ('each line: {"run": RUN_ID, "case": QID, "labels": {"<rubric>": int}}; "run" may be left '
+             'out when one run is compared; any calibration field may be given too')
+
+
+def load_case_labels(path: str | Path) -> list[LabelledItem]:
+    """Human labels of runs' cases (each item names a ``case``, and a ``run`` unless one run is compared);
+    a LabelsError naming the file, the line and the fix; at least one item, no (run, case) twice."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise LabelsError(f"labels file {p} does not exist; fix: give the path of a JSONL file ({CASE_HELP})")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise LabelsError(f"labels file {p} is not UTF-8 text (byte {exc.start}); "
+                          "fix: save it as UTF-8") from None
+    items: list[LabelledItem] = []
+    seen: dict[tuple[str | None, str | None], int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _bad(p, n, f"not JSON ({exc.msg} at column {exc.colno})", fix=CASE_HELP) from None
+        if isinstance(data, dict) and "case" not in data:
+            raise _bad(p, n, "no 'case': the id of the run's case this label is for", fix=CASE_HELP)
+        item = parse_item(data, p, n, of_case=True)
+        key = (item.run, item.case)
+        if key in seen:
+            raise _bad(p, n, f"case {item.case!r} of run {item.run or '(the compared run)'} also on line "
+                             f"{seen[key]}",
+                       fix="label each case of a run once")
+        seen[key] = n
+        items.append(item)
+    if not items:
+        raise LabelsError(f"labels file {p} holds no item; fix: one JSON object per line ({CASE_HELP})")
+    return items
 
 
 def sample_path() -> Path:

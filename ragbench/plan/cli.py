@@ -21,8 +21,10 @@ from ragbench import redact
 from ragbench.build import build
 from ragbench.errors import RagbenchError
 from ragbench.llm.loader import litellm
+from ragbench.plan import sample_size
 from ragbench.plan.predict import JobPlan, predict
 from ragbench.plan.rates import llm_rate_key, read_rates
+from ragbench.plan.sample_size import is_pilot_arg, split_pilot_args
 from ragbench.tracking.store import os_reason
 
 FLAGS = ("plan=true", "plan=True", "plan=1")
@@ -38,6 +40,9 @@ def split_plan_args(argv: Sequence[str]) -> tuple[bool, str | None, list[str]]:
             continue
         elif arg.startswith("plan.json="):
             asked, path = True, arg.split("=", 1)[1]
+        elif is_pilot_arg(arg):  # plan.pilot=RUN plan.detect=0.02: questions needed (plan.sample_size)
+            asked = True
+            rest.append(arg)
         else:
             rest.append(arg)
     return asked, path, rest
@@ -168,6 +173,9 @@ def render(plan: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str], json_path: str | None) -> int:
+    pilot, argv = split_pilot_args(argv)
+    if pilot:  # plan.pilot=...: the questions a comparison needs, not a sweep's bill
+        return sample_size.main(pilot, json_path)
     try:
         plan = make_plan(argv)
     except RagbenchError as exc:

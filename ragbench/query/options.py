@@ -8,6 +8,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ragbench.query.multistep import multistep_options
 from ragbench.query.transforms import NoQueryTransform
 from ragbench.routing import parse_routes
 
@@ -20,4 +21,5 @@ def query_options(cfg: DictConfig, instantiate: Callable[[Any], Any]) -> dict[st
     routing = cfg.get("routing")
     container = OmegaConf.to_container(routing, resolve=True) if routing is not None else None
     routes = parse_routes({str(k): v for k, v in container.items()} if isinstance(container, dict) else None)
-    return {"query": transform, "query_k_rrf": k_rrf, "trace": bool(cfg.get("trace", False)), "routes": routes}
+    return {"query": transform, "query_k_rrf": k_rrf, "trace": bool(cfg.get("trace", False)), "routes": routes,
+            "multistep": multistep_options(cfg)}

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragbench.protocols import QueryTransform
+from ragbench.query.decompose import HopTransform
 from ragbench.retrieval.hybrid import rrf_fuse
 from ragbench.types import Hit, Query
 
@@ -25,6 +26,7 @@ class QueryPlan:
 
     variants: tuple[tuple[str, ...], ...]
     k_rrf: float = 60.0
+    merge: str = "rrf"  # query.merge of query=decompose: rrf | interleave (ragbench.query.decompose)
 
     @property
     def texts(self) -> list[str]:
@@ -52,6 +54,8 @@ class QueryPlan:
             votes.append(dict(Counter(cid for r in rankings for cid in {h.chunk_id for h in r})))
             if len(rankings) == 1:
                 fused.append(rankings[0][:k])
+            elif self.merge == "interleave":
+                fused.append(interleave(rankings, k))
             else:
                 fused.append(rrf_fuse(rankings, weights=[1.0] * len(rankings), k_rrf=self.k_rrf, k=k))
         return fused, votes
@@ -65,9 +69,23 @@ class QueryPlan:
 def plan_queries(transform: QueryTransform, queries: Sequence[Query], *, k_rrf: float = 60.0,
                  workers: int = 1) -> QueryPlan:
     """Each question's variants (LLM transforms ask up to ``workers`` questions at once)."""
+    merge = transform.merge if isinstance(transform, HopTransform) else "rrf"
     if workers <= 1:  # query=none, or one question at a time: in this thread, without a future per question
-        return QueryPlan(variants=tuple(map(transform.variants, queries)), k_rrf=float(k_rrf))
+        return QueryPlan(variants=tuple(map(transform.variants, queries)), k_rrf=float(k_rrf), merge=merge)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         variants = tuple(pool.map(transform.variants, queries))
-    return QueryPlan(variants=variants, k_rrf=float(k_rrf))
+    return QueryPlan(variants=variants, k_rrf=float(k_rrf), merge=merge)
+
+
+def interleave(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
+    """Round-robin over the rankings (the first hit of each, then the second of each, ...), each chunk
+    once, cut to ``k``; a hit keeps its score and is re-ranked by its place."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for depth in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if depth < len(ranking) and ranking[depth].chunk_id not in seen:
+                seen.add(ranking[depth].chunk_id)
+                out.append(replace(ranking[depth], rank=len(out) + 1))
+    return out[:k]
 

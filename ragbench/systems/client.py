@@ -77,8 +77,13 @@ def fix_for(cls: type[LLMError]) -> str:
 
 def payload(query: Query, contexts: Sequence[Context] | None, params: Mapping[str, Any]) -> dict[str, Any]:
     """What a system is asked for one question: qid, question, the ragbench contexts when ragbench
-    retrieved (generation half), and ``system.params``."""
+    retrieved (generation half), and ``system.params``; for a conversation's turn also its ``conversation``
+    id, ``turn`` index and ``history`` (the earlier turns, oldest first: ``{question, answer}``, the answer
+    the data gives)."""
     out: dict[str, Any] = {"qid": query.qid, "question": query.text, "params": dict(params)}
+    if query.conversation is not None:
+        out.update(conversation=query.conversation, turn=query.turn,
+                   history=[{"question": t.text, "answer": t.answer} for t in query.history])
     if contexts is not None:
         out["contexts"] = [{"id": c.chunk_id, "title": c.title, "text": c.text} for c in contexts]
     return out

@@ -17,7 +17,7 @@ import numpy as np
 
 from ragbench.errors import ConfigError
 from ragbench.metric_info import MetricInfo
-from ragbench.systems.matching import ContextMatcher, total_counts
+from ragbench.systems.matching import ContextMatcher, ranked_hits, total_counts
 from ragbench.systems.records import SystemRecord
 from ragbench.systems.responses import DuplicateResponseError, MissingResponseError
 from ragbench.systems.session import Outcome, Session, session
@@ -82,6 +82,15 @@ class SystemRetriever:
         except Exception as exc:  # noqa: BLE001 - the case fails with it (SystemExpander re-raises it)
             return Outcome(error=exc)
 
+    def trajectory(self, qid: str) -> list[tuple[str, list[Hit]]] | None:
+        """``ragbench.protocols.TrajectoryRetriever``: each step of the question's trajectory, its query and
+        its matched contexts as hits (a context matching no chunk ranks nothing: counted, as the answer's)."""
+        found = self._session.outcomes.get(qid) if self._session is not None else None
+        if found is None or found.matched is None or not found.matched.record.trajectory:
+            return None
+        return [(step.query, ranked_hits(matched))
+                for step, matched in zip(found.matched.record.trajectory, found.matched.steps, strict=True)]
+
     def search(self, *, texts: Sequence[str], vectors: np.ndarray | None = None, k: int) -> list[list[Hit]]:
         sess = self._session
         if sess is None:
@@ -122,6 +131,11 @@ def _count(sess: Session) -> None:
         **{f"contexts_{'unmatched' if how == 'unmatched' else 'matched_' + how}": n
            for how, n in total_counts(records).items()},
     })
+    steps = [step for r in records for step in r.steps]
+    if steps:  # agents' trajectories: each step a hop (docs/multi-step.md)
+        sess.counters.update({"trajectory_steps": len(steps),
+                              "trajectory_contexts": sum(len(s) for s in steps),
+                              "trajectory_contexts_unmatched": sum(m.chunk_id is None for s in steps for m in s)})
 
 
 # above this share of a job's contexts matching no chunk, a warning (retrieval/* ranks the matched ones only)

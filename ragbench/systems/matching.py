@@ -32,17 +32,11 @@ class MatchedRecord:
 
     record: SystemRecord
     contexts: tuple[MatchedContext, ...]
+    steps: tuple[tuple[MatchedContext, ...], ...] = ()  # each trajectory step's contexts, matched
 
     @property
     def hits(self) -> list[Hit]:
-        out: list[Hit] = []
-        seen: set[str] = set()
-        for m in self.contexts:
-            if m.chunk_id is not None and m.chunk_id not in seen:
-                seen.add(m.chunk_id)
-                score = m.context.score if m.context.score is not None else float(len(self.contexts) - len(out))
-                out.append(Hit(chunk_id=m.chunk_id, score=score, rank=len(out) + 1))
-        return out
+        return ranked_hits(self.contexts)
 
     def counts(self) -> Counter[str]:
         return Counter(m.how for m in self.contexts)
@@ -66,21 +60,38 @@ class ContextMatcher:
                 self._doc.setdefault(doc, found[0])
 
     def match(self, record: SystemRecord) -> MatchedRecord:
+        return MatchedRecord(record=record, contexts=self._matched(record.qid, record.contexts),
+                             steps=tuple(self._matched(record.qid, s.contexts) for s in record.trajectory))
+
+    def _matched(self, qid: str, contexts: Sequence[SystemContext]) -> tuple[MatchedContext, ...]:
         out: list[MatchedContext] = []
-        for ctx in record.contexts:
+        for ctx in contexts:
             if ctx.id is not None and ctx.id not in self.tree.chunks and ctx.id in self._doc:
                 chunk_id = self._doc[ctx.id]
                 out.append(MatchedContext(ctx if ctx.text else _with_text(ctx, self.tree[chunk_id].text),
                                           chunk_id, "id"))
                 continue
-            probe = Query(qid=record.qid, text="", answers=(), question_type="",
+            probe = Query(qid=qid, text="", answers=(), question_type="",
                           evidence=(Evidence(ref=ctx.id, text=ctx.text or None),))
             emap = self.evidence.match(probe)
             anchors, how = emap.anchors[0], emap.how[0]
             found: str | None = anchors[0] if anchors else None
             text = ctx.text or (self.tree[found].text if found else "")
             out.append(MatchedContext(_with_text(ctx, text), found, how if found else "unmatched"))
-        return MatchedRecord(record=record, contexts=tuple(out))
+        return tuple(out)
+
+
+def ranked_hits(contexts: Sequence[MatchedContext]) -> list[Hit]:
+    """The distinct matched chunks of ``contexts`` in their order, as hits (a context without a score ranks
+    by its place)."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for m in contexts:
+        if m.chunk_id is not None and m.chunk_id not in seen:
+            seen.add(m.chunk_id)
+            score = m.context.score if m.context.score is not None else float(len(contexts) - len(out))
+            out.append(Hit(chunk_id=m.chunk_id, score=score, rank=len(out) + 1))
+    return out
 
 
 def _with_text(ctx: SystemContext, text: str) -> SystemContext:

@@ -82,6 +82,7 @@ class PythonSystem:
             raise ConfigError(f"system.params.{unknown[0]} is not a parameter of {target} (it takes "
                               f"{', '.join(accepts)}); fix: drop it or add it to the function")
         self.takes_contexts = takes_any or "contexts" in accepts
+        self.takes_history = takes_any or "history" in accepts  # a conversation's earlier turns
         declared = identity or getattr(self.fn, "identity", None) or f"python:{target}"
         self.identity = f"{declared}|params={params_digest(self.params)}"
         self.client = SystemClient(endpoint, where=f"system {target}", max_record_chars=max_record_chars)
@@ -97,6 +98,8 @@ class PythonSystem:
         kwargs = dict(ask["params"])
         if "contexts" in ask:
             kwargs["contexts"] = ask["contexts"]
+        if "history" in ask and self.takes_history:  # a conversation's turn: its earlier turns
+            kwargs["history"] = ask["history"]
         try:
             reply = self.fn(ask["question"], **kwargs)
         except BaseException as exc:  # noqa: BLE001 - the user's code: any failure is the case's failure

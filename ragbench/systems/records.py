@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,8 +13,10 @@ from ragbench.errors import RagbenchError
 from ragbench.types import Usage
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-FIELDS = "qid, answer, contexts [{id?, text, score?}], latency_ms?, usage?, cost_usd?, citations?, metadata?"
-KNOWN = frozenset({"qid", "answer", "contexts", "latency_ms", "usage", "cost_usd", "citations", "metadata"})
+FIELDS = ("qid, answer, contexts [{id?, text, score?}], latency_ms?, usage?, cost_usd?, citations?, metadata?, "
+          "trajectory? [{query | tool_call, contexts, output?}]")
+KNOWN = frozenset({"qid", "answer", "contexts", "latency_ms", "usage", "cost_usd", "citations", "metadata",
+                   "trajectory"})
 
 
 class RecordError(RagbenchError):
@@ -31,6 +34,24 @@ class SystemContext:
 
 
 @dataclass(frozen=True)
+class TrajectoryStep:
+    """One retrieval step of an agent's trajectory (docs/multi-step.md): the query it searched (or its tool
+    call, written as ``name(arguments)``), the contexts it retrieved in rank order, and what it wrote."""
+
+    query: str
+    contexts: tuple[SystemContext, ...]
+    output: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "contexts": [_context_json(c) for c in self.contexts],
+                **({"output": self.output} if self.output else {})}
+
+
+def _context_json(c: SystemContext) -> dict[str, Any]:
+    return {k: v for k, v in (("id", c.id), ("text", c.text), ("score", c.score)) if v is not None}
+
+
+@dataclass(frozen=True)
 class SystemRecord:
     """What the system answered one question with (``latency_ms``, ``usage`` and ``cost_usd`` as it reports
     them; ``citations``: 1-based numbers of the contexts the answer cites)."""
@@ -42,13 +63,13 @@ class SystemRecord:
     usage: Usage = Usage()
     citations: tuple[int, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    trajectory: tuple[TrajectoryStep, ...] = ()  # an agent's retrieval steps, each scored as a hop
 
     def to_json(self) -> dict[str, Any]:
         """The record as a JSON object (the responses file's line, a cached reply)."""
         out: dict[str, Any] = {
             "qid": self.qid, "answer": self.answer,
-            "contexts": [{k: v for k, v in (("id", c.id), ("text", c.text), ("score", c.score)) if v is not None}
-                         for c in self.contexts]}
+            "contexts": [_context_json(c) for c in self.contexts]}
         if self.latency_ms is not None:
             out["latency_ms"] = self.latency_ms
         if self.usage != Usage():
@@ -59,6 +80,8 @@ class SystemRecord:
             out["citations"] = list(self.citations)
         if self.metadata:
             out["metadata"] = dict(self.metadata)
+        if self.trajectory:
+            out["trajectory"] = [step.to_json() for step in self.trajectory]
         return out
 
 
@@ -120,6 +143,10 @@ def parse_record(obj: Any, where: str, *, qid: str | None = None) -> SystemRecor
     if not isinstance(metadata, dict):
         raise RecordError(f"{where}: metadata must be an object, got {type(metadata).__name__}")
     latency = obj.get("latency_ms")
+    steps = obj.get("trajectory")
+    if steps is not None and not isinstance(steps, list):
+        raise RecordError(f"{where}: trajectory must be a list of steps {{query | tool_call, contexts, output?}}, "
+                          f"got {type(steps).__name__}")
     return SystemRecord(
         qid=str(got), answer=obj["answer"],
         contexts=tuple(_context(c, f"{where}, contexts[{i}]") for i, c in enumerate(contexts)),
@@ -130,4 +157,29 @@ def parse_record(obj: Any, where: str, *, qid: str | None = None) -> SystemRecor
                     cost_usd=_number(obj.get("cost_usd", 0.0) or 0.0, where, "cost_usd")),
         citations=tuple(int(_number(c, where, "citations[]", integer=True)) for c in citations),
         metadata=MappingProxyType(dict(metadata)),
+        trajectory=tuple(_step(s, f"{where}, trajectory[{i}]") for i, s in enumerate(steps or ())),
     )
+
+
+def _step(item: Any, where: str) -> TrajectoryStep:
+    """One trajectory step, or one RecordError naming it: a step must say what it searched and what it got."""
+    if not isinstance(item, dict):
+        raise RecordError(f"{where}: a step must be an object {{query | tool_call, contexts, output?}}, got "
+                          f"{type(item).__name__}")
+    query, call = item.get("query"), item.get("tool_call")
+    if isinstance(call, dict) and query is None:
+        args = call.get("arguments")
+        query = (args.get("query") if isinstance(args, dict) and isinstance(args.get("query"), str)
+                 else f"{call.get('name', 'tool')}({json.dumps(args, sort_keys=True, default=str)})")
+    if not isinstance(query, str) or not query.strip():
+        raise RecordError(f"{where}: the step has no query (a string) or tool_call ({{name, arguments}}); fix: "
+                          "give each step the query or tool call it searched with")
+    contexts = item.get("contexts")
+    if not isinstance(contexts, list) or not contexts:
+        raise RecordError(f"{where}: the step has no contexts; fix: give each retrieval step the contexts it "
+                          "retrieved, best first (leave steps that retrieved nothing out of the trajectory)")
+    output = item.get("output", "")
+    if not isinstance(output, str):
+        raise RecordError(f"{where}: output must be a string, got {type(output).__name__}")
+    return TrajectoryStep(query=query, output=output,
+                          contexts=tuple(_context(c, f"{where}, contexts[{j}]") for j, c in enumerate(contexts)))

@@ -146,6 +146,10 @@ class ResponsesSource:
         """The question's record; MissingResponseError or DuplicateResponseError fail its case."""
         f = self.file()
         found = f.counts.get(query.qid, 0)
+        if found == 0 and query.conversation is not None:
+            raise MissingResponseError(f"responses file {self.path} has no record for turn {query.turn} of "
+                                       f"conversation {query.conversation!r}; the case fails (scored 0); fix: "
+                                       f"write one line per turn, with qid {query.qid!r}")
         if found == 0:
             raise MissingResponseError(f"responses file {self.path} has no record for question {query.qid!r}; the "
                                        "case fails (scored 0); fix: record an answer for every question")

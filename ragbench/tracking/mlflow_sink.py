@@ -4,7 +4,8 @@ the case table and the dataset input.
 Every tag the job sets on its run is the record's: its ``tags``, and its ``versions`` as the
 ``ragbench.env.*`` tags (``mlflow_tags``). What only MLflow holds is MLflow's own bookkeeping (docs/layout.md,
 "A job's life"): its ``mlflow.*`` tags (source, user, parent run, run name, the list of tables),
-``ragbench.owner`` (the process holding the run open, for closing stale runs), the tags a later process puts
+``ragbench.owner`` (the process holding the run open, for closing stale runs), ``ragbench.record_folder``
+(where its record is written, for a rerun to store one left there), the tags a later process puts
 on a run it closes as stale, and the error of a record that could not be written or logged.
 """
 
@@ -12,14 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import socket
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, TrackingError
 from ragbench.record import (
     CASES_ARTIFACT,
     ERROR_TAG,
@@ -33,9 +36,14 @@ from ragbench.record import (
 )
 from ragbench.tracking.environment import environment_tags
 from ragbench.tracking.store import sqlite_path
+from ragbench.tracking.traces import log_job_traces
 
 if TYPE_CHECKING:
     from ragbench.tracking.mlflow_tracker import MlflowTracker
+
+
+log = logging.getLogger(__name__)
+FOLDER_TAG = "ragbench.record_folder"  # host:path of a job's record folder (ragbench.tracking.kept)
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -67,9 +75,14 @@ def mlflow_tags(record: RunRecord) -> dict[str, str]:
     return {**environment_tags(record.versions), **record.tags}
 
 
-def open_run(tracker: MlflowTracker, record: RunRecord, *, parent: str | None) -> str:
-    """The record's MLflow run, RUNNING, created with the record's tags so far; returns its id."""
-    return tracker.start_run(run_name=record.name, parent_run_id=parent, tags=mlflow_tags(record))
+def open_run(tracker: MlflowTracker, record: RunRecord, *, parent: str | None,
+             folder: Path | None = None) -> str:
+    """The record's MLflow run, RUNNING, created with the record's tags so far and, given the record's
+    ``folder``, ``ragbench.record_folder`` (where a rerun finds a record this run could not store:
+    ``ragbench.tracking.kept``); returns its id."""
+    where = {} if folder is None else {FOLDER_TAG: f"{socket.gethostname()}:{folder.resolve()}"}
+    tags = {**mlflow_tags(record), **where}
+    return tracker.start_run(run_name=record.name, parent_run_id=parent, tags=tags)
 
 
 def log_failure(tracker: MlflowTracker, run_id: str, record: RunRecord, *, scored: bool,
@@ -77,12 +90,16 @@ def log_failure(tracker: MlflowTracker, run_id: str, record: RunRecord, *, score
     """A failed job's end from its record: its tags (``ragbench.error`` among them) and, when the job failed
     before its results were logged (``scored`` false), its metrics: the zero answer scores
     (``ragbench.record.failed``). ``sink_error``: why the record itself was not written or logged, tagged
-    when the record names no error (it cannot hold that one)."""
+    when the record names no error (it cannot hold that one). A server gone by then is one warning: the
+    job's error is said already, its record stays in its folder for the rerun (``ragbench.tracking.kept``)."""
     tags = {**({ERROR_TAG: sink_error} if sink_error else {}), **record.tags}
-    with tracker.batched(run_id):
-        tracker.set_tags(run_id, tags)
-        if not scored and record.metrics:
-            tracker.log_metrics(run_id, record.metrics)
+    try:
+        with tracker.batched(run_id):
+            tracker.set_tags(run_id, tags)
+            if not scored and record.metrics:
+                tracker.log_metrics(run_id, record.metrics)
+    except TrackingError as exc:
+        log.warning("%s", exc)
 
 
 def log_results(tracker: MlflowTracker, run_id: str, record: RunRecord, *,
@@ -110,9 +127,13 @@ def log_files(tracker: MlflowTracker, run_id: str, folder: Path) -> None:
     """The record's files as they are (``run.json``, ``cases.jsonl``) into the run's artifact store, whatever
     way the job ended; once the store holds each at the size written, the folder keeps only a pointer to
     them (``record.keep_pointer``): each file is stored once. A store that holds less raises (the folder's
-    files stay: they are then the only copy)."""
+    files stay: they are then the only copy). Before the pointer, the cases become MLflow traces as
+    ``tracking.traces`` says (``ragbench.tracking.traces.log_job_traces``)."""
     facts = file_facts(folder)
-    tracker.log_folder(run_id, folder)
+    try:
+        tracker.log_folder(run_id, folder)
+    except TrackingError as exc:
+        raise TrackingError(f"{exc} (the record stays in {folder})") from None
     artifact_uri, held = tracker.stored_files(run_id)
     for name, f in facts.items():
         if name not in held:
@@ -121,6 +142,7 @@ def log_files(tracker: MlflowTracker, run_id: str, folder: Path) -> None:
         if held[name] is not None and held[name] != f["bytes"]:  # None: a store that gives no sizes
             raise RecordError(f"the artifact store of run {run_id} holds {name} at {held[name]} bytes, not "
                               f"the {f['bytes']} written; the record stays in {folder}")
+    log_job_traces(tracker, run_id, folder)  # a trace per case (tracking.traces), from the files still here
     keep_pointer(folder, StoredRecord(run_id=run_id, tracking_uri=public_uri(tracker.uri),
                                       artifact_uri=artifact_uri, files=facts))
 

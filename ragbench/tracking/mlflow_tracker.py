@@ -21,15 +21,16 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from ragbench import session
-from ragbench.errors import ConfigError
+from ragbench.errors import ConfigError, TrackingError
 from ragbench.gc_tuning import long_lived
 from ragbench.record import REUSED_FROM
 from ragbench.redact import is_secret_key, redact_objs
 from ragbench.redact import redact as redact_text
-from ragbench.tracking import store
+from ragbench.tracking import kept, reach, store
 from ragbench.tracking.environment import source_tags
 from ragbench.tracking.full_disk import FullDiskGuard
 from ragbench.tracking.owner import OWNER_TAG, owner, owner_gone
+from ragbench.tracking.traces import check_mode
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ _BAD_NAME = re.compile(r"[^A-Za-z0-9_\-.:/ ]")
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 MAX_PARAM_LEN = 6000
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # the tag MLflow lists a run's tables in (mlflow.utils.mlflow_tags)
-NOTE = "mlflow.note.content"  # the run's description in MLflow's UI (markdown)
+NOTE = "mlflow.note.content"
+GONE = ("Max retries exceeded", "Connection refused", "Connection aborted")  # no server answered a request  # the run's description in MLflow's UI (markdown)
 
 
 def mlflow_name(key: str) -> str:
@@ -71,11 +73,14 @@ def _stores() -> _Stores:
     return session.current().caches.slot(__name__, _Stores)
 
 
-def client_for(uri: str) -> Any:
-    """One MlflowClient per store and session: each new client re-opens and re-checks the store."""
+def client_for(uri: str, connect_timeout_s: float = reach.CONNECT_TIMEOUT_S, *,
+               key: str = "tracking.uri") -> Any:
+    """One MlflowClient per store and session: each new client re-opens and re-checks the store. A server or
+    database that does not answer within ``connect_timeout_s`` is one line (``ragbench.tracking.reach``)."""
     stores = _stores()
     with stores.lock:
         if uri not in stores.clients:
+            reach.check(uri, connect_timeout_s, key=key)
             store.prepare(uri)  # a sqlite store is created whole (under a lock) or named in a one-line error
             with long_lived():  # MLflow's modules and SQLAlchemy's mappers live as long as the process
                 from mlflow import MlflowClient
@@ -89,12 +94,15 @@ class MlflowTracker:
     sweep callback never step on each other's state."""
 
     def __init__(self, *, uri: str = "sqlite:///mlruns/mlflow.db", artifact_root: str = "mlruns/artifacts",
-                 experiment: str = "ragbench") -> None:
+                 experiment: str = "ragbench", connect_timeout_s: float = reach.CONNECT_TIMEOUT_S,
+                 traces: str = "auto") -> None:
         if not uri:
             raise ConfigError("tracking.uri is empty; use e.g. sqlite:///mlruns/mlflow.db or http://host:5000")
         self.uri = uri
         self.artifact_root = artifact_root
         self.experiment = experiment
+        self.connect_timeout_s = connect_timeout_s
+        self.traces = check_mode(traces)  # a trace per case at a job's end (ragbench.tracking.traces)
         self._client: Any = None
         self._pending: dict[str, tuple[list[Any], list[Any], list[Any]]] = {}  # see batched()
         self._tables: dict[str, list[str]] = {}  # run id -> the tables logged to it (log_table)
@@ -105,7 +113,8 @@ class MlflowTracker:
             if store.sqlite_path(self.uri) is not None:
                 store.writable_folder(Path(self.artifact_root), f"tracking.artifact_root={self.artifact_root}")
             # a full disk stops at the first failed write (interrupts wait for a safe point: ragbench.interrupts)
-            self._client = FullDiskGuard(client_for(self.uri), uri=self.uri, artifact_root=self.artifact_root)
+            self._client = FullDiskGuard(client_for(self.uri, self.connect_timeout_s), uri=self.uri,
+                                         artifact_root=self.artifact_root)
         return self._client
 
     def experiment_id(self) -> str:
@@ -209,8 +218,11 @@ class MlflowTracker:
             if owner_gone(stale.data.tags.get(OWNER_TAG)) is False:
                 continue
             log.warning("closing interrupted run %s of this job as KILLED; it is replaced", stale.info.run_id)
+            kept.store_kept(self, stale)  # its record, where its folder on this host kept it
             self.set_tags(stale.info.run_id, {"ragbench.replaced": "true"})
             self.end_run(stale.info.run_id, "KILLED")
+        for ended in (r for r in prior if r.info.status in ("FAILED", "KILLED")):
+            kept.store_kept(self, ended)  # a record its folder kept when its upload failed
         return [r for r in prior if r.info.status == "FINISHED"]
 
     def close_stale_runs(self) -> list[str]:
@@ -221,6 +233,7 @@ class MlflowTracker:
         closed = []
         for run in running:
             if owner_gone(run.data.tags.get(OWNER_TAG)):
+                kept.store_kept(self, run)  # its record, where its folder on this host kept it
                 self.set_tags(run.info.run_id, {"ragbench.closed_stale_by": owner()})
                 self.end_run(run.info.run_id, "KILLED")
                 closed.append(str(run.info.run_id))
@@ -268,7 +281,8 @@ class MlflowTracker:
             if self._pending.get(run_id) is pending:
                 del self._pending[run_id]
                 params, tags, metrics = pending
-                self.client.log_batch(run_id, params=params, tags=tags, metrics=metrics, synchronous=True)
+                with self._reaching(run_id, "its params, tags and metrics"):
+                    self.client.log_batch(run_id, params=params, tags=tags, metrics=metrics, synchronous=True)
 
     def _write(self, run_id: str, *, params: Sequence[Any] = (), tags: Sequence[Any] = (),
                metrics: Sequence[Any] = ()) -> None:
@@ -277,8 +291,9 @@ class MlflowTracker:
             for queue, items in zip(self._pending[run_id], (params, tags, metrics), strict=True):
                 queue.extend(items)
             return
-        self.client.log_batch(run_id, params=list(params), tags=list(tags), metrics=list(metrics),
-                              synchronous=True)
+        with self._reaching(run_id, "its params, tags and metrics"):
+            self.client.log_batch(run_id, params=list(params), tags=list(tags), metrics=list(metrics),
+                                  synchronous=True)
 
     def log_files(self, run_id: str, files: Mapping[str, str | bytes], artifact_path: str | None = None, *,
                   redacted: bool = False) -> None:
@@ -296,7 +311,7 @@ class MlflowTracker:
                         p.write_bytes(data)
                         continue
                 p.write_text(content if redacted else redact_text(content), encoding="utf-8")
-            self.client.log_artifacts(run_id, tmp, artifact_path=artifact_path)
+            self._upload(run_id, tmp, artifact_path, sorted(files))
 
     def log_table(self, run_id: str, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (shown in the UI's artifact view and the evaluation tab): the file
@@ -307,9 +322,22 @@ class MlflowTracker:
     def log_folder(self, run_id: str, folder: Path, *, tables: Sequence[str] = ()) -> None:
         """Uploads a folder of finished artifact files as they are (a job's record: written from redacted
         values); ``tables`` are those of them that are MLflow tables (``table_json``)."""
-        self.client.log_artifacts(run_id, str(folder))
+        self._upload(run_id, str(folder), None, sorted(p.name for p in folder.iterdir()))
         if tables:
             self._list_tables(run_id, tables)
+
+    def _upload(self, run_id: str, folder: str, artifact_path: str | None, names: Sequence[str]) -> None:
+        """``log_artifacts``; an upload the artifact store refuses (not a full disk: ``FullDiskGuard``) is a
+        one-line TrackingError naming the run, the files and the fix."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.log_artifacts(run_id, folder, artifact_path=artifact_path)
+        except (MlflowException, OSError) as exc:
+            raise TrackingError(f"run {run_id}: the artifact store of {reach.public_uri(self.uri)} did not "
+                                f"take {', '.join(names)} ({upload_reason(exc)}); fix: check the server's "
+                                "artifact destination (space, permissions) and its log, then rerun the same "
+                                "command") from None
 
     def stored_files(self, run_id: str) -> tuple[str, dict[str, int | None]]:
         """(the run's artifact URI, each top-level artifact file's size as the store holds it; None where the
@@ -347,11 +375,32 @@ class MlflowTracker:
             self.client.log_inputs(run_id, datasets=[inp])
 
     def end_run(self, run_id: str, status: str, *, end_time: int | None = None) -> None:
-        """FINISHED, FAILED or KILLED (at ``end_time``, ms since the epoch; default: now)."""
-        if end_time is None:
-            self.client.set_terminated(run_id, status=status)
-        else:
-            self.client.set_terminated(run_id, status=status, end_time=end_time)
+        """FINISHED, FAILED or KILLED (at ``end_time``, ms since the epoch; default: now). A server that
+        cannot be reached any more is one warning: the run stays RUNNING and the next sweep on this machine
+        closes it (``close_stale_runs``), storing a record its folder kept (``ragbench.tracking.kept``)."""
+        try:
+            with self._reaching(run_id, f"its end ({status})"):
+                if end_time is None:
+                    self.client.set_terminated(run_id, status=status)
+                else:
+                    self.client.set_terminated(run_id, status=status, end_time=end_time)
+        except TrackingError as exc:
+            log.warning("%s", exc)
+
+    @contextlib.contextmanager
+    def _reaching(self, run_id: str, what: str) -> Iterator[None]:
+        """A write that found no server (refused, reset, timed out: after MLflow's retries) as a one-line
+        TrackingError; the server's own answers (a bad parameter) stay MLflow's."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            yield
+        except MlflowException as exc:
+            if not any(s in str(exc) for s in GONE):
+                raise
+            raise TrackingError(f"run {run_id}: {what} did not reach {reach.public_uri(self.uri)} "
+                                f"({upload_reason(exc)}); fix: check that the tracking server is up and "
+                                "reachable, then rerun the same command") from None
 
     def runs_with_tag(self, key: str, value: str) -> list[Any]:
         """Runs of this experiment whose tag ``key`` equals ``value``, newest first."""
@@ -366,6 +415,19 @@ class MlflowTracker:
             [self.experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
             max_results=5000,
         ))
+
+
+def upload_reason(exc: BaseException) -> str:
+    """Why an upload failed, short: the HTTP status, else what the connection died of."""
+    text = " ".join(str(exc).split())
+    code = re.search(r"error code (\d{3})", text)
+    if code:
+        return f"HTTP {code.group(1)}"
+    cause = re.search(r"Caused by (\w+)\(", text)
+    if cause:
+        errno_name = re.search(r"(\w+Error)\(\d+", text)
+        return f"{cause.group(1)}: {errno_name.group(1)}" if errno_name else cause.group(1)
+    return text[:160]
 
 
 def _local(uri: str | None) -> Path | None:

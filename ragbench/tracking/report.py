@@ -138,18 +138,19 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
         for row in judged:
             judges.add_row(*row)
         console.print(judges)
-    types = sorted({k.split("/")[1] for k in metrics if k.startswith("by_type/")})
-    if types:
-        cols = [c for c in TYPE_COLUMNS if any(f"by_type/{t}/{c}" in metrics for t in types)]
+    for family, what, first in (("by_type", "question type", "type"), ("by_turn", "conversation turn", "turn")):
+        types = sorted({k.split("/")[1] for k in metrics if k.startswith(f"{family}/")})
+        if not types:  # by_turn: only a dataset of conversations (ragbench.judge.conversation)
+            continue
+        cols = [c for c in TYPE_COLUMNS if any(f"{family}/{t}/{c}" in metrics for t in types)]
         said = ", ".join(f"{TYPE_COLUMNS[c]} = {c}" for c in cols if not c.startswith("cases/"))
-        table = Table(title=f"by question type ({said})" if said else "by question type",
-                      title_justify="left")
-        table.add_column("type", overflow="fold")
+        table = Table(title=f"by {what} ({said})" if said else f"by {what}", title_justify="left")
+        table.add_column(first, overflow="fold")
         for c in cols:
             table.add_column(TYPE_COLUMNS[c], justify="right", no_wrap=True)
         for t in types:
-            table.add_row(escape(t), *(judge_cell(metrics, f"by_type/{t}/{c}") if c in FAILED_BY
-                                       else _fmt(metrics.get(f"by_type/{t}/{c}", ""), c) for c in cols))
+            table.add_row(escape(t), *(judge_cell(metrics, f"{family}/{t}/{c}") if c in FAILED_BY
+                                       else _fmt(metrics.get(f"{family}/{t}/{c}", ""), c) for c in cols))
         console.print(table)
 
 

@@ -123,6 +123,11 @@ def _head() -> str:
     return str(_get_latest_schema_revision())
 
 
+def schema_head() -> str:
+    """The installed MLflow's schema revision: what a store (sqlite or a server's database) must be at."""
+    return _head()
+
+
 def _migrate(tmp: Path) -> None:
     """A new store at ``tmp``, made and migrated by MLflow itself (dozens of steps: seconds): its command
     ``mlflow db upgrade``, run in this process. Unlike opening a ``SqlAlchemyStore``, it keeps no engine in

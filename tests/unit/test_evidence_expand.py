@@ -104,6 +104,27 @@ def test_context_budget_cuts_at_sentence_boundaries():
         ParentExpander(parent_depth=5)
 
 
+def test_per_context_char_cap_cuts_each_context_and_keeps_the_next():
+    """expander.max_context_chars (issue 44 item 5): each context keeps its first n characters, as the
+    benchmark suite cuts each block; unlike the total token cap, the next contexts still come."""
+    hits = [Hit("d#s0.p0.t0", 0.9, 1), Hit("d#s1.p0.t0", 0.8, 2)]
+    full = ParentExpander(parent_depth=2).expand(hits, TREE)
+    cut = ParentExpander(parent_depth=2, max_context_chars=10).expand(hits, TREE)
+    assert [c.chunk_id for c in cut] == [c.chunk_id for c in full] and len(cut) == 2
+    assert [c.text for c in cut] == [c.text[:10] for c in full]
+    assert all(c.truncated == (len(f.text) > 10) for c, f in zip(cut, full, strict=True))
+    roomy = ParentExpander(parent_depth=2, max_context_chars=10_000).expand(hits, TREE)
+    assert [c.text for c in roomy] == [c.text for c in full] and not any(c.truncated for c in roomy)
+    # both caps: the total still ends the list, and no context is longer than the per-context cap
+    both = ParentExpander(parent_depth=2, max_context_chars=40, max_context_tokens=6).expand(hits, TREE)
+    assert len(both) == 1 and both[0].truncated and both[0].text == "Alice adopted a cat."
+    fits = ParentExpander(parent_depth=2, max_context_chars=12, max_context_tokens=6).expand(hits, TREE)
+    assert [c.text for c in fits] == [c.text[:12] for c in full]  # 3 + 3 tokens: both fit the total
+    for bad in (0, -1, 2.5, True, "8000"):
+        with pytest.raises(ConfigError, match="max_context_chars must be an integer >= 1"):
+            ParentExpander(max_context_chars=bad)
+
+
 # --------------------------------------------------------------- child_depth (aggregate downwards)
 SECTION_HITS = [Hit("d#s0.p1.t0", 0.9, 1), Hit("d#s1.p0.t0", 0.8, 2)]
 

@@ -23,7 +23,7 @@ from ragbench.interrupts import Interrupted
 from ragbench.job import Job
 from ragbench.judge.lexical import LexicalJudge
 from ragbench.record import RUN_FILE, STORED_FILE, RunRecord, folder_files
-from ragbench.tracking.mlflow_sink import mlflow_tags
+from ragbench.tracking.mlflow_sink import FOLDER_TAG, mlflow_tags
 from ragbench.tracking.run_tags import component_params, component_tags
 from tests.fixtures import record_runs
 
@@ -42,6 +42,9 @@ class RecordingTracker:
         return []
 
     def finished_runs_of(self, job_hash: str) -> list[Any]:
+        return []
+
+    def runs_with_tag(self, key: str, value: str) -> list[Any]:  # no concurrent sweep (ragbench.tracking.claims)
         return []
 
     def start_run(self, *, run_name: str, tags: Mapping[str, str], parent_run_id: str | None = None) -> str:
@@ -158,8 +161,10 @@ def _record(tmp_path, tracker: Any) -> RunRecord:
 
 
 def _logged_tags(tracker: Any) -> dict[str, Any]:
-    """Every tag the job gave its run: at its creation, then set."""
-    return {**{k: v for k, v in tracker.started[0].items() if k not in ("name", "parent")}, **tracker.tags}
+    """Every tag the job gave its run: at its creation, then set (not MLflow's bookkeeping: where the record
+    folder is, as the owner tag, ragbench.tracking.mlflow_sink)."""
+    return {**{k: v for k, v in tracker.started[0].items() if k not in ("name", "parent", FOLDER_TAG)},
+            **tracker.tags}
 
 
 @pytest.mark.parametrize("path", list(PATHS))

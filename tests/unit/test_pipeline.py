@@ -140,3 +140,34 @@ def test_a_component_missing_a_protocol_member_is_one_line_before_anything_runs(
     with pytest.raises(ConfigError) as err:
         components(**over)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cut_contexts_are_counted():
+    from ragbench.expand import ParentExpander
+
+    plain = Pipeline(components()).run()
+    cut = Pipeline(components(expander=ParentExpander(parent_depth=1, max_context_chars=12))).run()
+    assert plain.metrics["expand/truncated_contexts"] == 0
+    contexts = [ctx for c in cut.cases for ctx in c.contexts]
+    assert all(len(ctx.text) <= 12 for ctx in contexts)
+    assert cut.metrics["expand/truncated_contexts"] == sum(ctx.truncated for ctx in contexts) > 0
+
+
+def test_stage_success_counts():
+    """cases/retrieval_ok, cases/generation_ok, cases/judge_ok beside the end-to-end count (issue 44 item 7)."""
+    flaky = Pipeline(components(generator=FlakyAnswerer(fail_every=3))).run().metrics
+    failed = sum(fails(q, 3) for q in ("q1", "q2", "q3"))
+    assert failed and flaky["cases/retrieval_ok"] == 3
+    assert flaky["cases/generation_ok"] == flaky["cases/judge_ok"] == flaky["cases/successful"] == 3 - failed
+    from ragbench.judge.lexical import LexicalJudge
+
+    class Unparsed(LexicalJudge):  # q2's verdict "did not parse": judged, but not graded
+        def judge(self, query, contexts, answer):
+            return {**super().judge(query, contexts, answer),
+                    "judge/judge_failed": float(query.qid == "q2")}
+
+    unparsed = Pipeline(components(judges={"lexical": Unparsed()})).run().metrics
+    assert unparsed["cases/generation_ok"] == 3 and unparsed["cases/judge_ok"] == 2
+    retrieval_only = Pipeline(components(generator=None, judges={})).run().metrics
+    assert retrieval_only["cases/retrieval_ok"] == 3
+    assert "cases/generation_ok" not in retrieval_only and "cases/judge_ok" not in retrieval_only

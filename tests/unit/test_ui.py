@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import sqlite3
 import threading
 from urllib.parse import parse_qs, unquote
@@ -73,8 +74,9 @@ def test_no_store_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     assert ui.run(["--no-browser"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no MLflow store at" in err and "run from the folder the jobs ran in" in err
-    assert ui.run(["--tracking-uri", "http://127.0.0.1:5000"]) == 2
-    assert "not a sqlite store" in capsys.readouterr().err
+    assert ui.run(["--tracking-uri", "postgresql://me:hunter2@127.0.0.1:5432/mlflow"]) == 2
+    err = capsys.readouterr().err
+    assert "not a sqlite store" in err and "pass the server's http:// URL" in err and "hunter2" not in err
 
 
 def _store(tmp_path, created: int = 1700000000000):
@@ -236,3 +238,61 @@ def test_a_host_with_no_port_to_serve_on_is_one_line(tmp_path, capsys, started):
     assert ui.run(["--tracking-uri", f"sqlite:///{db}", "--no-browser", "--port", "0", "--host", host]) == 2
     err = capsys.readouterr().err
     assert started == [] and err.count("\n") == 1 and f"--host {host}: no port to serve on there" in err
+
+
+class _Mlflow(http.server.BaseHTTPRequestHandler):
+    """MLflow's REST API as ``ragbench ui`` reads it from a tracking server: the probe, the experiment (with a
+    saved sweep view) and the latest sweep."""
+
+    searched: list[dict[str, object]] = []
+
+    def _json(self, body: dict[str, object]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path.startswith("/api/2.0/mlflow/experiments/search"):
+            self._json({"experiments": []})
+        else:
+            assert self.path == "/api/2.0/mlflow/experiments/get-by-name?experiment_name=team"
+            self._json({"experiment": {"experiment_id": "7", "lifecycle_stage": "active", "tags": [
+                {"key": "mlflow.sharedViewState.ragbench-sweep-p2", "value": "{}"}]}})
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).searched.append(body)
+        self._json({"runs": [{"info": {"run_id": "p2"}}]})
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_tracking_server_is_opened_on_its_own_pages_with_no_local_server(capsys, monkeypatch):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Mlflow)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    monkeypatch.setattr(ui.subprocess, "Popen", lambda *a, **k: pytest.fail("started a local server"))
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        assert ui.run(["--tracking-uri", base + "/", "--experiment", "team", "--no-browser"]) == 0
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{base} is a tracking server: no local server started"
+    assert out[2] == f"latest sweep p2, its jobs: {ui.view_url(base, '7', 'ragbench-sweep-p2')}"
+    assert out[3] == f"its report: {ui.parent_url(base, '7', 'p2')}"
+    assert _Mlflow.searched[0]["filter"] == "tags.`ragbench.role` = 'sweep'"
+    assert max(len(line) for line in out if not line.startswith(("MLflow runs", "latest", "its"))) <= 80
+
+
+def test_an_unreachable_tracking_server_is_one_line(capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert ui.run(["--tracking-uri", f"http://127.0.0.1:{port}", "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing listens there (connection refused)" in err

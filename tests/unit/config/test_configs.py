@@ -8,6 +8,7 @@ sentence-transformers or litellm import (components load lazily, on first use).
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import socket
 import sys
@@ -146,7 +147,8 @@ CAPABILITIES = {protocols.LoadableEmbedder: protocols.Embedder, protocols.Baseli
                 protocols.RemoteEmbedder: protocols.Embedder,
                 protocols.LoggedParams: protocols.Generator, protocols.LoggedTags: protocols.Judge,
                 protocols.OutsideRetriever: protocols.Retriever, protocols.QueryExpander: protocols.Expander,
-                protocols.QueryBound: protocols.Retriever, protocols.ApproximateRetriever: protocols.Retriever}
+                protocols.QueryBound: protocols.Retriever, protocols.ApproximateRetriever: protocols.Retriever,
+                protocols.TrajectoryRetriever: protocols.Retriever}
 
 
 def test_contract_covers_every_protocol():
@@ -191,6 +193,11 @@ def _built(group: str, option: str, target: str) -> Any:
     for obj in candidates:
         if type(obj).__module__ == module and type(obj).__qualname__ == name:
             return obj
+    if inspect.isfunction(getattr(importlib.import_module(module), name, None)):
+        # a factory target (query=decompose's decomposer): the component it built, a class of its module
+        for obj in candidates:
+            if type(obj).__module__ == module:
+                return obj
     raise AssertionError(f"{target} (from {group}={option}) was not built")
 
 

@@ -138,6 +138,7 @@ def test_yaml_instantiates_with_overrides(tmp_path: Path) -> None:
     # A minimal root config over the shipped retrieval group, so the real YAML and CLI syntax are used.
     (tmp_path / "config.yaml").write_text("defaults:\n  - retrieval: hybrid\n  - _self_\n")
     (tmp_path / "retrieval").symlink_to(CONF / "retrieval")
+    (tmp_path / "_retrieval").symlink_to(CONF / "_retrieval")  # the keys every retrieval option merges in
     with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
         cfg = compose(
             config_name="config",

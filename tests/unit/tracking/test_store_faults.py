@@ -130,6 +130,9 @@ class Tracker:
     def finished_runs_of(self, job_hash: str) -> list[Any]:
         return []
 
+    def runs_with_tag(self, key: str, value: str) -> list[Any]:  # no concurrent sweep (ragbench.tracking.claims)
+        return []
+
     def start_run(self, **kwargs: Any) -> str:
         self._write("start_run")
         return "run-1"
