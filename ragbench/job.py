@@ -56,6 +56,7 @@ class Job:
         self.writer: RecordWriter | None = None
         self.scored = False  # the results are in the record (else a failure logs 0 for its answer scores)
         self._judges: Iterable[Judge] = ()
+        self._looked: set[str] = set()  # the runs resume judged (a second look judges only new ones)
 
     def run(self, work: Work, built: Components | RagbenchError) -> float | None:
         """Runs ``work`` unless an earlier run of the job is reused; returns the objective (a record's)."""
@@ -113,7 +114,7 @@ class Job:
         tracker, jhash, cache = self.tracker, self.record.job_hash, self.cfg.get("cache", {}).get("dir") or "."
         done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
         if (not self.cfg.get("resume", True) or self.parent is None or not done
-                or (found := resumable(tracker.client, done, jhash, cache)) is None):  # the record says
+                or (found := resumable(tracker.client, done, jhash, cache, self._looked)) is None):  # the record says
             return None
         run, record = found
         origin = run.data.tags.get(REUSED_FROM) or run.info.run_id

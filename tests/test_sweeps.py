@@ -83,7 +83,7 @@ def test_unknown_option_lists_valid_ones(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "ragbench: nope is not an option of dataset (in dataset=nope); options: beir, custom, financebench, "
-        "locomo, multihop_rag, qasper, syllabusqa"]  # one line, before Hydra: not its 14
+        "locomo, mlflow, mtrag, multihop_rag, qasper, syllabusqa"]  # one line, before Hydra: not its 14
 
 
 def test_bad_dataset_file_gives_a_named_error_without_traceback(tmp_path):

@@ -145,14 +145,15 @@ def read_all(client: Any, runs: Sequence[Any]) -> list[RecordedRun]:
     return done
 
 
-def resumable(client: Any, runs: Iterable[Any], job_hash: str,
-              cache_dir: str | Path) -> tuple[Any, RunRecord] | None:
+def resumable(client: Any, runs: Iterable[Any], job_hash: str, cache_dir: str | Path,
+              seen: set[str] | None = None) -> tuple[Any, RunRecord] | None:
     """The first of ``runs`` (a job's FINISHED MLflow runs, newest first) whose record says it finished this
     job: readable, FINISHED, of ``job_hash`` -- and for a ``stages=encode`` job, its shard in the cache at
     ``cache_dir`` (resume follows the cache). A run whose record is missing, unreadable or says otherwise is
     passed over, with one line why (the job then runs again). A record is read once: the copies resume made
-    of a run show its record."""
-    seen: set[str] = set()
+    of a run show its record. ``seen`` (the run ids already looked at, updated): a job that looks twice (once
+    before its run opens, once after a contending run ends: ``ragbench.tracking.claims``) judges each run once."""
+    seen = set() if seen is None else seen
     for run in runs:
         if cases_run_id(run) in seen:
             continue

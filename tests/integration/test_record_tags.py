@@ -12,15 +12,16 @@ import pytest
 
 from ragbench.errors import RagbenchError
 from ragbench.record import ERROR_TAG, RunRecord
-from ragbench.tracking.mlflow_sink import mlflow_tags
+from ragbench.tracking.mlflow_sink import FOLDER_TAG, mlflow_tags
 from ragbench.tracking.owner import OWNER_TAG
+from ragbench.tracking.traces import TRACES_TAG
 from tests.fixtures.jobs import run_job
 
 pytestmark = pytest.mark.slow
 JOB = ["dataset=qasper", "dataset.sample_size=2", "judge=lexical", "retrieval=bm25"]
 # The tags only MLflow holds (docs/layout.md, "A job's life"): its own bookkeeping, not the job's facts.
 MLFLOW_ONLY = {"mlflow.source.type", "mlflow.source.name", "mlflow.source.git.commit", "mlflow.user",
-               "mlflow.runName", "mlflow.parentRunId", "mlflow.loggedArtifacts", OWNER_TAG}
+               "mlflow.runName", "mlflow.parentRunId", "mlflow.loggedArtifacts", OWNER_TAG, FOLDER_TAG, TRACES_TAG}
 
 
 def _record(client: Any, run: Any, tmp_path: Path) -> RunRecord:
@@ -30,7 +31,7 @@ def _record(client: Any, run: Any, tmp_path: Path) -> RunRecord:
 
 def _recorded(run: Any) -> dict[str, str]:
     """The run's tags less those only MLflow holds."""
-    return {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") and k != OWNER_TAG}
+    return {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") and k not in (OWNER_TAG, FOLDER_TAG, TRACES_TAG)}
 
 
 def test_a_finished_jobs_mlflow_tags_are_its_records(tmp_path):
