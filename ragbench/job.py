@@ -56,7 +56,7 @@ class Job:
         self.writer: RecordWriter | None = None
         self.scored = False  # the results are in the record (else a failure logs 0 for its answer scores)
         self._judges: Iterable[Judge] = ()
-        self._looked: set[str] = set()  # the runs resume judged (a second look judges only new ones)
+        self._looked: set[str] = set()  # the runs resume judged: a second look (claims) judges only new ones
 
     def run(self, work: Work, built: Components | RagbenchError) -> float | None:
         """Runs ``work`` unless an earlier run of the job is reused; returns the objective (a record's)."""
@@ -109,8 +109,7 @@ class Job:
         return claims.settled(self.tracker, self.run_id, self.record.job_hash, self._resume) if on else None
 
     def _resume(self) -> RunRecord | None:
-        """In a sweep, the record of an earlier run of the job that says FINISHED (``resumable``), that run
-        shown here as a copy (``ragbench.reused_from``) under this sweep's label. A single run always runs."""
+        """In a sweep: a FINISHED earlier run's record (``resumable``), the run copied here (``reused_from``)."""
         tracker, jhash, cache = self.tracker, self.record.job_hash, self.cfg.get("cache", {}).get("dir") or "."
         done = tracker.finished_runs_of(jhash)  # its interrupted runs are closed KILLED (a live one is left)
         if (not self.cfg.get("resume", True) or self.parent is None or not done
