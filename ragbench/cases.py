@@ -21,12 +21,14 @@ from ragbench.judge.context import context_refs, context_scores, openviking_evid
 from ragbench.judge.document import case_document_scores
 from ragbench.judge.hops import HopInput, record_hops
 from ragbench.judge.retrieval import doc_recall_scores, retrieval_scores
+from ragbench.judge.route_scores import ROUTE, route_scores
 from ragbench.judge.scorers import scorer_scores
 from ragbench.llm.errors import LLMCircuitOpenError
 from ragbench.protocols import ExplainingJudge, Judge, QueryExpander
+from ragbench.query.routed import Decision
 from ragbench.rerank.fallback import rerank_or_keep
 from ragbench.retrieval.baselines import baseline_of
-from ragbench.routing import route_for
+from ragbench.routing import Route, route_for
 from ragbench.session import LEDGER
 from ragbench.trace import expansion_stage, gold_path, stage
 from ragbench.types import Answer, CaseResult, ChunkTree, Context, Hit, Query, Usage
@@ -66,6 +68,7 @@ class Case:
     judge_notes: dict[str, Any] = field(default_factory=dict)  # per judge: rubric and reasoning per metric
     trace: dict[str, Any] = field(default_factory=dict)
     result: CaseResult | None = None
+    route: Route | None = None  # the route its routing picked (None: its gold type's, ragbench.routing)
 
 
 class CaseRunner:
@@ -84,13 +87,18 @@ class CaseRunner:
     def expand(self, query: Query, hits: list[Hit], lookup: JobLookup, *, qvec: np.ndarray | None = None,
                search_s: float | None = None, votes: Mapping[str, int] | None = None,
                stages: Sequence[tuple[str, Sequence[Hit]]] = (), hops: Sequence[HopInput] | None = None,
-               adaptive: Mapping[str, Any] | None = None) -> Case:
+               adaptive: Mapping[str, Any] | None = None, route: Decision | None = None) -> Case:
         """The expand wave's step: rerank, expand, and the retrieval and context scores; ``hops``: a
-        multi-step case's hops (``ragbench.judge.hops``), ``adaptive``: its retrieve-or-not decision."""
+        multi-step case's hops (``ragbench.judge.hops``), ``adaptive``: its retrieve-or-not decision,
+        ``route``: its routing decision (``ragbench.query.routed``; a classifier's class is recorded)."""
         emap = lookup.evidence[query.qid]
         case = Case(query=query, hits=hits, emap=emap, tree=lookup.tree,
                     latency={} if search_s is None else {"search": search_s},
-                    gold=relevant_searchable(lookup.tree, emap) if (self.c.trace and emap.matched) else {})
+                    gold=relevant_searchable(lookup.tree, emap) if (self.c.trace and emap.matched) else {},
+                    route=None if route is None else route.route)
+        if route is not None and route.record is not None:  # trace.route, scored from the record
+            case.trace[ROUTE] = dict(route.record)
+            case.scores.update(route_scores(case.trace[ROUTE]))
         if self.c.trace:  # child retrievers' and variants' rankings (ragbench.trace.branch_stages), then retrieval
             case.trace["stages"] = [*(stage(name, r, case.gold) for name, r in stages),
                                     stage("retrieval", hits, case.gold)]
@@ -160,7 +168,7 @@ class CaseRunner:
         if c.rerankers:
             case.latency["rerank"] = time.perf_counter() - t
         oracle = self.oracle
-        expander, topk = route_for(c.routes, query, c.expander, c.topk)  # routing.by_type, else the job's
+        expander, topk = route_for(c.routes, query, c.expander, c.topk, case.route)  # routing, else the job's
         final = case.hits = case.hits if oracle else case.hits[: max(max(ks), topk)]
         if c.trace:
             trace["stages"].append(stage("topk", final[:topk], gold))

@@ -22,6 +22,7 @@ from ragbench.protocols import (
     Retriever,
 )
 from ragbench.query.multistep import MultiStep
+from ragbench.query.routed import Router
 from ragbench.query.transforms import NoQueryTransform, check_transform
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.routing import Route
@@ -50,6 +51,8 @@ class Components:
     query_k_rrf: float = 60.0  # query.k_rrf: fuses a question's variant rankings
     trace: bool = False  # trace=true: per-stage candidates in each case record (ragbench.trace)
     routes: Mapping[str, Route] = field(default_factory=dict)  # routing.by_type (ragbench.routing)
+    # routing.by=rules|llm, or a gold-type route to decompose/iterative: per question a route (ragbench.query.routed)
+    router: Router | None = None
     # retrieval.parent_vectors: also search the parents of the searched chunks, their vectors the mean of
     # their children's (EasyRAG's propagation) or embedded directly
     parent_vectors: str = "none"

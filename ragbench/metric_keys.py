@@ -47,7 +47,8 @@ RETIRED["retrieval/doc/mrr"] = MetricInfo(  # read max(10, top-k) hits deep: not
 DECLARED: dict[str, MetricInfo] = merge(BUILT_IN, RETIRED, scorers.METRICS)
 # docs/metrics.md's tables: a declared name goes under the first family whose prefix it starts with
 FAMILIES = (
-    ("answer/", "Answers"), ("judge/", "LLM judges"), ("retrieval/", "Retrieval"), ("context/", "Contexts"),
+    ("answer/", "Answers"), ("judge/", "LLM judges"), ("retrieval/", "Retrieval"),
+    ("routing/", "Routing by a classifier (docs/multi-step.md)"), ("context/", "Contexts"),
     ("headline/", "Headline figures: fixed names whatever the job's top-k"),
     ("cases/", "Cases"), ("latency/", "Time"), ("time/", "Time"),
     ("tokens/", "LLM accounting"), ("cost/", "LLM accounting"), ("llm/", "LLM accounting"),

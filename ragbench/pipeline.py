@@ -55,6 +55,7 @@ from ragbench.protocols import (
 )
 from ragbench.query.multistep import StepResult, first_hops, records_hops, run_step
 from ragbench.query.plan import QueryPlan, plan_queries
+from ragbench.query.routed import Decision, routed_step, routed_transform
 from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
@@ -228,8 +229,11 @@ class Pipeline:
         queries = list(evalset.queries)
         if isinstance(c.retriever, QueryBound):  # a run file's rankings, an outside system's contexts
             c.retriever.prepare(queries, corpus.tree)
-        plan = self._timed("query", lambda: plan_queries(c.query, queries, k_rrf=c.query_k_rrf,
-                                                         workers=c.query.max_concurrency))
+        router = c.router  # routing by a classifier, or to decompose/iterative: a route per question
+        routed = self._timed("route", lambda: router.decide(queries)) if router else {}  # ragbench.routing
+        transform = routed_transform(c.query, router, routed)  # decompose routes: their questions split
+        plan = self._timed("query", lambda: plan_queries(transform, queries, k_rrf=c.query_k_rrf,
+                                                         workers=transform.max_concurrency))
         found = self._search(corpus, plan, queries)  # index and search: every query text
         hits, votes = plan.fuse(found.flat, found.needed)
         emaps = self._timed("evidence", lambda: LAST.get(
@@ -245,12 +249,12 @@ class Pipeline:
         runner = CaseRunner(c, self.cache)
         wave = job_wave(c.generator, c.judges.values())  # llm.batch / a local model: each wave batched
         start = time.perf_counter()
-        hops, decided = self._multistep(corpus, found, plan, queries, hits, wave)  # ragbench.query.multistep
+        hops, decided = self._multistep(corpus, found, plan, queries, hits, wave, transform, routed)
         cases = self._wave("expand", wave, (), [partial(
             runner.expand, q, hits[i], lookup, qvec=None if found.qvecs is None else found.qvecs[plan.starts[i]],
             search_s=found.search_s[i] if found.search_s else None, votes=votes[i],
             stages=found.stages(plan, i) if c.trace else (), hops=None if hops is None else hops[i],
-            adaptive=decided[i]) for i, q in enumerate(queries)])
+            adaptive=decided[i], route=routed.get(q.qid)) for i, q in enumerate(queries)])
         cases = self._generate_rounds(wave, runner, cases)  # generate.history=own: turn after turn
         results = self._wave("judge", wave, c.judges.values(), [partial(runner.finish, x) for x in cases],
                              then=in_order(lambda case: self.on_case(case, lookup)))  # each case as it finishes
@@ -259,33 +263,37 @@ class Pipeline:
         return self._result(evalset, corpus, found, results, lookup)
 
     def _multistep(self, corpus: Corpus, found: Found, plan: QueryPlan, queries: Sequence[Query],
-                   hits: list[list[Hit]], wave: Wave | None) -> tuple[list[list[HopInput]] | None,
-                                                                      list[dict[str, Any] | None]]:
+                   hits: list[list[Hit]], wave: Wave | None, transform: Any, routed: Mapping[str, Decision],
+                   ) -> tuple[list[list[HopInput]] | None, list[dict[str, Any] | None]]:
         """Each case's hops (None when the job records none) and adaptive decision; under
-        ``retrieval.mode=iterative|adaptive`` the ``iterate`` wave, which replaces ``hits`` in place."""
-        c, step = self.c, self.c.multistep
+        ``retrieval.mode=iterative|adaptive`` (or a route to iterative: ``routed``) the ``iterate`` wave,
+        which replaces ``hits`` in place."""
+        c = self.c
         decided: list[dict[str, Any] | None] = [None] * len(queries)
         trails = ([c.retriever.trajectory(q.qid) for q in queries] if isinstance(c.retriever, TrajectoryRetriever)
                   else [])  # an outside agent's retrieval steps: its hops
-        if not records_hops(step, c.query, queries) and not any(trails):
+        if not records_hops(c.multistep, transform, queries) and not any(trails) and c.router is None:
             return None, decided
-        hops = first_hops(plan, found.flat, hits, c.query, queries, found.text_s)
+        hops = first_hops(plan, found.flat, hits, transform, queries, found.text_s)
         for i, trail in enumerate(trails):
             if trail:
                 hops[i] = [HopInput(text, list(ranked), source="trajectory") for text, ranked in trail]
-        if step.mode == "single":
+        steps_of = {i: s for i, q in enumerate(queries)
+                    if (s := routed_step(c.multistep, routed.get(q.qid))).mode != "single"}
+        if not steps_of:
             return hops, decided
         client = getattr(c.generator, "client", None)  # the generator's model writes the next queries
-        if step.asks and client is None:
-            raise ConfigError(f"retrieval.mode={step.mode} asks the generator's model for each hop, but this job "
-                              "has no LLM generator; fix: set llm=local (or another LLM), or "
-                              "retrieval.adaptive_threshold for adaptive mode")
+        if any(s.asks for s in steps_of.values()) and client is None:
+            mode = next(s.mode for s in steps_of.values() if s.asks)
+            raise ConfigError(f"retrieval.mode={mode} asks the generator's model for each hop (the job's mode, or "
+                              "a route's: routing.routes), but this job has no LLM generator; fix: set llm=local "
+                              "(or another LLM), or retrieval.adaptive_threshold for adaptive mode")
         search, tree = self._hop_search(corpus, found), corpus.tree
         steps: list[Callable[[], StepResult]] = [
-            partial(run_step, step, q, hops[i], client, search, lambda cid: tree[cid].text, merge=plan.merge,
-                    k_rrf=plan.k_rrf, k=found.needed, topk=c.topk) for i, q in enumerate(queries)]
+            partial(run_step, s, queries[i], hops[i], client, search, lambda cid: tree[cid].text, merge=plan.merge,
+                    k_rrf=plan.k_rrf, k=found.needed, topk=c.topk) for i, s in steps_of.items()]
         done = self._timed("iterate", lambda: self._wave("iterate", wave, [c.generator], steps))
-        for i, res in enumerate(done):
+        for i, res in zip(steps_of, done, strict=True):
             hits[i], hops[i] = res.hits, res.hops
             decided[i] = res.adaptive if not res.error else {**(res.adaptive or {}), "error": res.error}
         return hops, decided
@@ -427,7 +435,8 @@ class Pipeline:
         metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
             timings=self.timings, queries=list(evalset.queries), single_s=found.single_s, evidence=lookup.evidence,
             cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts,
-            scoped=found.scoped is not None, cases=cases, transform_failures=c.query.failures,
+            scoped=found.scoped is not None, cases=cases, transform_failures=c.query.failures + (
+                c.router.decomposer.failures if c.router and c.router.decomposer else 0),
             model_loaded=isinstance(c.embedder, LoadableEmbedder) and c.embedder.loaded),
             Produced("index", {key: v for key, v in (found.manifest.get("ann_recall") or {}).items()
                                if key.removeprefix(ANN_RECALL) in {str(k) for k in ks}}))
@@ -503,7 +512,8 @@ def searched_tree(tree: ChunkTree, parent_vectors: str) -> ChunkTree:
 def needed_depth(c: Components) -> int:
     """How many hits each query needs: the largest metric k, the rerankers' candidates, or the largest
     routed top-k."""
-    return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0, max_topk(c.routes))
+    return max(max(metric_ks(c.topk)), c.candidates if c.rerankers else 0, max_topk(c.routes),
+               max_topk(c.router.routes) if c.router else 0)
 
 
 def search_depth(c: Components) -> int:

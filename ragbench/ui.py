@@ -4,6 +4,7 @@ MLflow 3 opens an experiment on its GenAI overview ("Traces 0") unless the URL n
 workflow; ``runs_url`` is the runs view with it selected. A sweep saves its own view on the experiment (MLflow's
 shared-view tag: its jobs, best ``headline/answer_f1`` first, the varying params and headline metrics as
 columns) and prints its ``view_url`` at the end; ``sweep_url`` is the same without the columns (older sweeps).
+``traces_url`` is the experiment's Traces tab filtered to one sweep's traces (its URL ``tag`` parameter).
 """
 
 from __future__ import annotations
@@ -93,10 +94,27 @@ def parent_url(base: str, experiment_id: str, parent_run_id: str) -> str:
     return f"{base}/#/experiments/{experiment_id}/runs/{parent_run_id}/artifacts/compare/report.html?{WORKFLOW}"
 
 
-def traces_url(base: str, experiment_id: str) -> str:
-    """The experiment's Traces tab: one trace per question of each job (``ragbench.tracking.traces``), each
-    score an assessment column; a trace's tags name its job and sweep (``ragbench.sweep``)."""
-    return f"{base}/#/experiments/{experiment_id}/traces"
+SWEEP_TAG = "ragbench.sweep"  # a trace's tag: its sweep's parent run id (ragbench.tracking.traces)
+ALL_TIME = "startTimeLabel=ALL"  # the Traces tab shows the last 7 days unless told otherwise
+
+
+def traces_filter(parent_run_id: str) -> str:
+    """The ``tag`` URL parameter of MLflow 3's Traces tab (``key=value``, each side URL-encoded, as its tag
+    chips write it): the traces tagged ``ragbench.sweep = <parent_run_id>``."""
+    return f"{quote(SWEEP_TAG, safe='')}={quote(parent_run_id, safe='')}"
+
+
+def traces_search(parent_run_id: str) -> str:
+    """The same filter as a trace search string (the Traces tab's request; ``mlflow.search_traces``)."""
+    return f"tags.`{SWEEP_TAG}` = '{parent_run_id}'"
+
+
+def traces_url(base: str, experiment_id: str, parent_run_id: str | None = None) -> str:
+    """The experiment's Traces tab over all time: one trace per question of each job
+    (``ragbench.tracking.traces``), each score an assessment column; with ``parent_run_id``, only that sweep's
+    traces (a tag filter chip, removable in the page)."""
+    url = f"{base}/#/experiments/{experiment_id}/traces?{ALL_TIME}"
+    return f"{url}&tag={quote(traces_filter(parent_run_id), safe='')}" if parent_run_id else url
 
 
 def server_command(uri: str, host: str, port: int) -> list[str]:
@@ -383,7 +401,9 @@ def _print_urls(base: str, *, exp_id: str, experiment: str, sweep: str | None, c
         jobs = view_url(base, exp_id, key) if key in views else sweep_url(base, exp_id, sweep)
         print(f"{'sweep' if chosen else 'latest sweep'} {sweep}, its jobs: {jobs}")
         print(f"its report: {parent_url(base, exp_id, sweep)}", flush=True)
-        print(f"its traces (one per question): {traces_url(base, exp_id)}", flush=True)
+        print(f"its traces (one per question): {traces_url(base, exp_id, sweep)}", flush=True)
+    else:
+        print(f"traces (one per question of each job): {traces_url(base, exp_id)}", flush=True)
     if browse:
         open_in_browser(jobs)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragbench.evidence import Coverage, EvidenceMap
+from ragbench.judge.route_scores import METRICS as ROUTE_METRICS
+from ragbench.judge.route_scores import ROUTE, route_scores
 from ragbench.metric_info import MetricInfo
 from ragbench.types import Hit
 
@@ -47,6 +49,7 @@ METRICS: dict[str, MetricInfo] = {
         "ragbench (Adaptive-RAG, Jeong et al. 2024: retrieve only when needed)", kind="diagnostic"),
     "retrieval/hop/latency_ms": MetricInfo("search latency per hop (ms), LLM time for its query included",
                                            _SRC, higher_is_better=False, kind="diagnostic"),
+    **ROUTE_METRICS,  # routing/*: a classifier's routes (ragbench.judge.route_scores), read from the same record
 }
 
 
@@ -103,7 +106,7 @@ def scores_from_record(row: Mapping[str, Any]) -> dict[str, float]:
     trace = row.get("trace")
     if not isinstance(trace, Mapping):
         return {}
-    out = adaptive_scores(trace.get(ADAPTIVE))
+    out = {**adaptive_scores(trace.get(ADAPTIVE)), **route_scores(trace.get(ROUTE))}
     hops = trace.get(HOPS)
     if isinstance(hops, list):
         out.update(hop_scores(hops, row["qrels"]["unit"], bool(row["evidence"]["matched"])))

@@ -99,11 +99,12 @@ def records_hops(step: MultiStep, transform: Any, queries: Sequence[Query]) -> b
 def first_hops(plan: QueryPlan, flat: Sequence[Sequence[Hit]], fused: Sequence[Sequence[Hit]], transform: Any,
                queries: Sequence[Query], text_s: Sequence[float]) -> list[list[HopInput]]:
     """Each question's hops as the search wave found them: its sub-questions under a decomposition (each
-    with its share of the decomposition's tokens), else one hop, the question and its (fused) ranking."""
+    with its share of the decomposition's tokens; under routing, ``transform.decomposed(qid)`` says which
+    questions were decomposed), else one hop, the question and its (fused) ranking."""
     out: list[list[HopInput]] = []
     for i, (q, start) in enumerate(zip(queries, plan.starts, strict=True)):
         texts = plan.variants[i]
-        if isinstance(transform, HopTransform):
+        if isinstance(transform, HopTransform) and getattr(transform, "decomposed", lambda qid: True)(q.qid):
             tokens = transform.spent(q.qid)
             out.append([HopInput(t, flat[start + j], tokens=tokens // len(texts) + (j < tokens % len(texts)),
                                  seconds=text_s[start + j] if text_s else None, source="decompose")

@@ -24,7 +24,7 @@ def start_tags(cfg: DictConfig, components: Components) -> dict[str, str]:
         "ragbench.generator": components.generator.identity if components.generator else "none",
         "ragbench.stages": str(cfg.get("stages", "all")),
         "ragbench.embedder": components.embedder.identity if components.embedder else "none",
-        **component_tags(components), **routing_tag(components.routes),
+        **component_tags(components), **routing_tag(components.routes, components.router.routing if components.router else None),
         **cost_tag(components),
     }
 

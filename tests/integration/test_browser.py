@@ -1,11 +1,13 @@
 """What a user sees, in a real browser: a small real sweep, ``ragbench ui`` on a free port, and headless
-Chromium (Debian's, driven by Playwright) on the printed runs view and on the sweep's report.html.
+Chromium (Debian's, driven by Playwright) on the printed runs view, on the sweep's report.html and on its
+traces (MLflow's Traces tab, one trace opened: its retrieved documents and a judge's rationale).
 
 Screenshots go to $RAGBENCH_SCREENSHOTS (default: the test's tmp folder); CI keeps them as artifacts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from ragbench.ui import traces_search
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -177,4 +181,66 @@ def test_report_table_sorts_and_drilldown_shows_hits_gold_and_answer(sweep, brow
     page.locator("#dd-vs").select_option("")  # all questions again: the open one stays open
     detail.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "report_drilldown.png"))
+    page.close()
+
+
+def _dismiss(target) -> None:
+    """Clicks a first-visit pop-up's close button if it shows (MLflow's tips and assistant cover the page)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        target.first.click(timeout=5_000)
+    except PlaywrightTimeout:  # not shown by this MLflow version, or not this time
+        pass
+
+
+def test_traces_link_opens_the_sweeps_traces_and_one_shows_its_documents_and_a_judges_rationale(
+        sweep, ui, browser, shots):
+    from mlflow import MlflowClient
+
+    cwd, _ = sweep
+    client = MlflowClient(tracking_uri=f"sqlite:///{cwd}/mlruns/mlflow.db")
+    exp = client.get_experiment_by_name("ragbench")
+    [parent] = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("ragbench.role") == "sweep"]
+    sweep_id = parent.info.run_id
+    url = next(line for line in ui if line.startswith("its traces")).split(": ", 1)[1]
+    assert f"tag=ragbench.sweep%3D{sweep_id}" in url and "startTimeLabel=ALL" in url
+    traces = client.search_traces(locations=[exp.experiment_id], filter_string=traces_search(sweep_id))
+    assert len(traces) == 16  # 2 jobs x 8 questions, each job <= 50 cases: tracking.traces=auto wrote them
+    trace = traces[0]
+    question = json.loads(trace.info.request_preview)["question"]
+    [retrieval] = [s for s in trace.data.spans if s.name == "retrieval"]
+    docs = retrieval.outputs
+    assert docs and all(d["page_content"] for d in docs)
+    f1 = next(a for a in trace.info.assessments if a.name == "answer/f1")
+    assert f1.rationale and f1.source.source_id == "ragbench:lexical"  # a rule's definition: the lexical judge
+
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    searches: list[str] = []
+    page.on("request", lambda r: searches.append(r.post_data or "") if r.url.endswith("/traces/search") else None)
+    page.goto(url)
+    row = page.get_by_text(json.dumps({"question": question}, ensure_ascii=False)).first
+    row.wait_for(timeout=90_000)
+    assert any(f"tags.`ragbench.sweep` = '{sweep_id}'" in body for body in searches), searches  # filtered
+    chip = page.locator("[data-component-id='web-shared.traces-table.filter.trigger']").first
+    assert "(1)" in chip.inner_text()  # one filter shows in the bar (removable there)
+    _dismiss(page.get_by_role("button", name="Got it"))
+    _dismiss(page.locator("[data-component-id='mlflow.assistant.chat_panel.close']"))
+    page.get_by_text("answer/f1", exact=True).first.wait_for(timeout=30_000)  # each score an assessment column
+    page.screenshot(path=str(shots / "mlflow_traces_tab.png"))
+    row.click()
+    page.get_by_text("retrieval", exact=True).first.click(timeout=30_000)  # the RETRIEVER span
+    for doc in docs:
+        page.get_by_text(doc["page_content"][:60]).first.wait_for(timeout=30_000)
+    uri = re.escape(docs[0]["metadata"]["doc_uri"])
+    assert re.search(rf'doc_uri\s*:\s*"{uri}"', page.inner_text("body"))  # each document names its source
+    page.screenshot(path=str(shots / "mlflow_trace_retrieval.png"))
+    page.get_by_text("judge: lexical", exact=True).first.click()
+    page.get_by_role("button", name="Assess").first.click()  # the assessments pane
+    card = page.get_by_text("f1", exact=True).last.locator("xpath=ancestor::div[3]")  # MLflow names it "f1"
+    card.locator("[data-component-id='shared.model-trace-explorer.toggle-assessment-expanded']").click()
+    card.get_by_text("Rationale").wait_for(timeout=30_000)
+    text = card.inner_text()
+    assert "ragbench:lexical" in text and " ".join(f1.rationale.split()) in " ".join(text.split())
+    page.screenshot(path=str(shots / "mlflow_trace_judge_rationale.png"))
     page.close()

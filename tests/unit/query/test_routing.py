@@ -6,7 +6,7 @@ import pytest
 
 from ragbench.errors import ConfigError
 from ragbench.expand import ParentExpander
-from ragbench.routing import Route, max_topk, parse_routes, route_for, routing_tag
+from ragbench.routing import Route, max_topk, parse_routes, parse_routing, route_for, routing_tag
 from ragbench.types import Query
 
 
@@ -27,6 +27,10 @@ def test_routes_pick_topk_and_parent_depth_by_gold_type() -> None:
     assert routing_tag(routes) == {"ragbench.routing": "by gold question type (analysis, not a deployed "
                                    "classifier): multi_hop(parent_depth=2) temporal(topk=10)"}
     assert routing_tag({}) == {} and parse_routes(None) == {}
+    by_rules = parse_routing({"by": "rules", "routes": {"single": {}, "decompose": {"query": "decompose"},
+                                                         "iterative": {"mode": "iterative"}}})
+    assert routing_tag({}, by_rules) == {"ragbench.routing": "by the rules classifier (routing.by=rules): "
+                                         "decompose(query=decompose) iterative(mode=iterative) single()"}
 
 
 @pytest.mark.parametrize(("node", "message"), [
