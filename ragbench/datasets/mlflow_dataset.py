@@ -24,6 +24,7 @@ the run's tags (``ragbench.dataset.mlflow_id``, ``ragbench.dataset.mlflow_digest
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,7 @@ DOC_IDS_TAG = "ragbench.doc_ids"
 ANSWERABLE_TAG = "answerable"
 META_KEY = "mlflow_expectations"
 SHOWN = 12  # datasets named in the unknown-name error
+URI_VARIABLE = "MLFLOW_TRACKING_URI"
 
 
 @contextmanager
@@ -49,12 +51,16 @@ def tracking_uri(uri: str) -> Iterator[None]:
     through MLflow's process-wide store (``mlflow.genai.datasets`` takes no URI); the previous one after."""
     import mlflow
 
-    before = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
+    variable, before = os.environ.get(URI_VARIABLE), mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)  # which also sets $MLFLOW_TRACKING_URI
     try:
         yield
-    finally:
-        mlflow.set_tracking_uri(before)
+    finally:  # unset, the variable as it was; a URI set for good would outrank the variable from here on
+        mlflow.set_tracking_uri(None)  # type: ignore[arg-type]  # (as MLflow's own temporary switch does)
+        if variable is not None:
+            os.environ[URI_VARIABLE] = variable
+        if mlflow.get_tracking_uri() != before:
+            mlflow.set_tracking_uri(before)
 
 
 def _fix_store(uri: str) -> str:

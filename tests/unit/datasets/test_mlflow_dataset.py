@@ -93,3 +93,24 @@ def test_no_corpus_and_no_name_are_one_line_each():
     with pytest.raises(DatasetError, match=r"no dataset named.*\n  fix: run with dataset=mlflow dataset.name=NAME"):
         MlflowDatasetAdapter(documents="/kb")._records()
     assert json.loads(case_records([_row(doc_ids=["a b.md"])])[0]["tags"]["ragbench.doc_ids"]) == ["a b.md"]
+
+
+def test_the_process_tracking_uri_is_as_before_after_the_block(monkeypatch):
+    """``tracking_uri`` (dataset=mlflow reads through MLflow's process-wide URI) leaves no URI set behind: it
+    would outrank ``$MLFLOW_TRACKING_URI`` for the rest of the process; one set before is set again."""
+    import mlflow
+
+    from ragbench.datasets.mlflow_dataset import tracking_uri
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///a.db")
+    with tracking_uri("sqlite:///b.db"):
+        assert mlflow.get_tracking_uri() == "sqlite:///b.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///c.db")
+    assert mlflow.get_tracking_uri() == "sqlite:///c.db"  # the variable rules again
+    mlflow.set_tracking_uri("sqlite:///set.db")
+    try:
+        with tracking_uri("sqlite:///b.db"):
+            pass
+        assert mlflow.get_tracking_uri() == "sqlite:///set.db"
+    finally:
+        mlflow.set_tracking_uri(None)

@@ -160,3 +160,20 @@ def test_router_decides_and_routes_decompositions_and_iterations() -> None:
     assert routed_transform(base, None, d) is base
     gold = Router(parse_routing({"by_type": {"comparison": {"query": "decompose", "topk": 8}}}))
     assert gold.decide([q("x", "?", "Comparison")])["x"] == Decision(Route(topk=8, query="decompose"))
+
+
+def test_a_classifiers_route_sets_the_questions_topk_and_parent_depth() -> None:
+    """Issue 44 item 15: routing by a classifier routes ``topk`` and ``parent_depth`` too, not only the
+    query and mode (``route_for`` with the case's chosen route, as ``ragbench.cases`` calls it)."""
+    from ragbench.routing import max_topk, route_for
+
+    routes = {"single": {"topk": 3, "parent_depth": 0}, "decompose": {"query": "decompose", "topk": 8,
+                                                                      "parent_depth": 2}}
+    router = build_router(parse_routing({"by": "rules", "routes": routes}), None)
+    assert router is not None and max_topk(router.routes) == 8
+    qs = [q("c", "Who is older, Ann or Bob?"), q("s", "Where was Ann born?")]
+    decided = router.decide(qs)
+    expander = SimpleNamespace(parent_depth=1)
+    got = {x.qid: route_for({}, x, expander, 5, decided[x.qid].route) for x in qs}  # type: ignore[arg-type]
+    assert {qid: (e.parent_depth, k) for qid, (e, k) in got.items()} == {"c": (2, 8), "s": (0, 3)}
+    assert expander.parent_depth == 1  # the job's expander is copied, never changed
