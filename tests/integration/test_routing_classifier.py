@@ -5,15 +5,15 @@ routing accuracy against the gold type logged, and every logged metric recompute
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from ragbench.errors import ConfigError
-from ragbench.verify import verify_rows
 from tests.fixtures.jobs import run_job
 from tests.fixtures.llm_server import LLMServer, default_reply
+from tests.integration.test_multistep import finished as multistep_finished
+from tests.integration.test_multistep import llm
 
 pytestmark = pytest.mark.slow
 DATA = ["dataset=multihop_rag", "retrieval=bm25"]
@@ -51,18 +51,8 @@ def server():
         yield srv
 
 
-def llm(server: LLMServer) -> list[str]:
-    return ["llm=openai_compatible", "llm.model=openai/gen", f"llm.api_base={server.url}", "llm.num_retries=0"]
-
-
 def finished(run, client) -> list[dict]:
-    assert run.info.status == "FINISHED", run.data.tags.get("ragbench.error")
-    path = client.download_artifacts(run.info.run_id, "cases.jsonl")
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    report = verify_rows(rows, run.data.metrics)
-    assert report.ok, report.mismatches
-    assert not [u for u in report.unchecked if "routing" in u or "hop" in u], report.unchecked
-    return rows
+    return multistep_finished(run, client, ("routing", "hop"))
 
 
 def sources(row: dict) -> list[str]:
