@@ -18,7 +18,7 @@ from ragbench import gc_tuning, interrupts, redact, session  # noqa: E402
 from ragbench.cache.root import check_retired  # noqa: E402
 from ragbench.compare.cli import main as compare_main  # noqa: E402
 from ragbench.config_check import check_overrides, open_overrides  # noqa: E402
-from ragbench.errors import RagbenchError, Reported  # noqa: E402
+from ragbench.errors import RagbenchError, Reported, coded  # noqa: E402
 from ragbench.tracking.full_disk import DiskFull  # noqa: E402
 from ragbench.ui import main as ui_main  # noqa: E402
 
@@ -42,7 +42,7 @@ def check_command_line() -> None:
         check_retired()
         check_overrides(sys.argv[1:])  # also a dataset.path that does not exist (DatasetError)
     except RagbenchError as exc:
-        print(f"ragbench: {exc}", file=sys.stderr)
+        print(f"ragbench: {coded(exc)}", file=sys.stderr)
         leave(1)
 
 

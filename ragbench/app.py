@@ -13,12 +13,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ragbench import redact
+from ragbench import processed_docs, redact
 from ragbench.budget import Budget, accounting_metrics, budget_stop
 from ragbench.build import build, instantiate_node
 from ragbench.components import Components, JobResult
 from ragbench.embed.auto import backend_tag
-from ragbench.errors import JobStopped, RagbenchError
+from ragbench.errors import JobStopped, RagbenchError, coded
 from ragbench.job import Job
 from ragbench.outcome import check, max_failure_rate, objective, preflight
 from ragbench.pipeline import Pipeline
@@ -98,7 +98,7 @@ def run(cfg: DictConfig) -> float | None:
         budget = Budget.from_config(cfg.get("budget"))
     except RagbenchError as exc:
         if not multirun:
-            log.error("%s", exc)
+            log.error("%s", coded(exc))
             raise
         built = exc  # in a sweep the failed job is still recorded as a FAILED run
 
@@ -120,6 +120,8 @@ def run(cfg: DictConfig) -> float | None:
 
         pipeline = Pipeline(components, cache=cache, progress=_CaseProgress(), on_case=on_case)
         result: JobResult = pipeline.run()
+        if OmegaConf.select(cfg, "output.processed_docs", default=False):  # uploaded with the record
+            processed_docs.write(job.folder, result.tree)
         no_gold = builds_llm(cfg) and pipeline.c.generator is None  # ran as stages=retrieval (answer_stages)
         result.metrics.update(accounting_metrics(before, LEDGER.snapshot()))  # type: ignore[attr-defined]
         result.metrics.update(system_metrics(components.retriever))  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from ragbench.judge.build import build_judges
 from ragbench.judge.scorers import CONFIG_KEY as SCORERS_KEY
 from ragbench.judge.scorers import build_scorers
 from ragbench.query.options import query_options
+from ragbench.repeats import repeat_policy
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.scopes import check_scope, declared_scope
 from ragbench.stages import builds_llm
@@ -68,5 +69,7 @@ def _components(cfg: DictConfig) -> Components:
         parent_vectors=str(cfg.retrieval.get("parent_vectors") or "none"),
         retrieval_scorers=build_scorers(OmegaConf.select(cfg, SCORERS_KEY, default=None), instantiate_node),
         history=history_policy(cfg.get("generate")),  # conversations: the generator's history
+        repeats=repeat_policy(OmegaConf.to_container(node) if isinstance(node := cfg.get("repeats"), DictConfig)
+                              else node),  # repeats=N (ragbench.repeats)
         **query_options(cfg, instantiate_node),
     )

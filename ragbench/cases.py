@@ -11,12 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from ragbench import repeats
 from ragbench.cache import keys
 from ragbench.cache.entries import VERDICT_NOTES, answer_from, answer_record, verdict_with_notes
 from ragbench.cache.store import StageCache
 from ragbench.components import Components
 from ragbench.errors import BudgetExhaustedError, CacheCorruptError
 from ragbench.evidence import Coverage, EvidenceMap, context_has_evidence, hit_units, relevant_searchable
+from ragbench.judge.citations import citation_scores, raw_scores
 from ragbench.judge.context import context_refs, context_scores, openviking_evidence
 from ragbench.judge.document import case_document_scores
 from ragbench.judge.hops import HopInput, record_hops
@@ -69,6 +71,7 @@ class Case:
     trace: dict[str, Any] = field(default_factory=dict)
     result: CaseResult | None = None
     route: Route | None = None  # the route its routing picked (None: its gold type's, ragbench.routing)
+    repeat: int | None = None  # repeats=N (N > 1): which repeat this copy is (ragbench.repeats)
 
 
 class CaseRunner:
@@ -132,7 +135,8 @@ class CaseRunner:
             case.result = self._ended(case, "failed", LLMCircuitOpenError.__name__, self.halted, answer=None)
             return case
         try:
-            work()
+            with repeats.repeat(case.repeat, self.c.repeats.seed):  # its LLM requests: the repeat's seed and key
+                work()
         except BudgetExhaustedError as exc:  # no request was sent: the case is skipped, not failed
             case.result = self._ended(case, "skipped", type(exc).__name__, str(exc), answer=None)
         except CacheCorruptError:
@@ -202,7 +206,7 @@ class CaseRunner:
         query = c.history.for_generation(case.query, self.own)  # a conversation's turn: with its history
         assert c.generator is not None
         t = time.perf_counter()
-        case.answer_key = keys.answer_key(c.generator.identity, query, contexts)
+        case.answer_key = keys.answer_key(c.generator.identity, query, contexts, repeat=case.repeat)
         answer = self.cache.get_record("answers", case.answer_key, parse=answer_from)
         if answer is not None:
             LEDGER.save("llm", answer.usage)  # served by the stage cache: saved, never spent
@@ -210,6 +214,11 @@ class CaseRunner:
             answer = c.generator.answer(query, contexts)  # in a batched wave: waits for the wave's batch
             self.cache.put_record("answers", case.answer_key, {"generator": c.generator.identity,
                                                                "qid": query.qid}, answer_record(answer))
+        hook = getattr(c.dataset, "postprocess", None)  # the adapter's answer post-processing (dataset.postprocess)
+        if hook is not None:  # scored on the processed text; answer/raw_*: the same scores of the reply as given
+            answer = replace(answer, text=hook.process(answer.text, case.query), raw_text=answer.text)
+            case.scores.update(raw_scores(answer.text if answer.raw_text is None else answer.raw_text,
+                                          case.query.answers, dataset=c.dataset.name, meta=case.query.meta))
         case.answer = answer
         if query.conversation is not None:
             self.own[query.qid] = answer.text
@@ -219,6 +228,8 @@ class CaseRunner:
             if cited:
                 case.scores["answer/citation_hit_rate"] = sum(
                     context_has_evidence(case.tree, case.emap, contexts[n - 1]) for n in cited) / len(cited)
+        case.scores.update(citation_scores(answer.cited, answer.citations, [x.text for x in contexts],
+                                           case.query.meta))
 
     def _judge(self, case: Case) -> None:
         assert case.answer is not None

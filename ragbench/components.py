@@ -24,6 +24,7 @@ from ragbench.protocols import (
 from ragbench.query.multistep import MultiStep
 from ragbench.query.routed import Router
 from ragbench.query.transforms import NoQueryTransform, check_transform
+from ragbench.repeats import RepeatPolicy
 from ragbench.retrieval.batch import DEFAULT_SEARCH_DEPTH
 from ragbench.routing import Route
 from ragbench.types import CaseResult, ChunkTree, EvalSet
@@ -62,6 +63,8 @@ class Components:
     multistep: MultiStep = field(default_factory=MultiStep)
     # generate.history*: the earlier turns a conversation's turn is answered with (ragbench.generate.history)
     history: HistoryPolicy = field(default_factory=HistoryPolicy)
+    # repeats: each case generated and judged n times, its answer scores reduced (ragbench.repeats)
+    repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
 
     def __post_init__(self) -> None:
         if self.parent_vectors not in PARENT_VECTORS:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from omegaconf import OmegaConf
 
 from ragbench import interrupts
-from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported
+from ragbench.errors import ConfigError, JobStopped, RagbenchError, Reported, coded, described
 from ragbench.identity import job_hash
 from ragbench.outcome import objective, zero_scores
 from ragbench.record import ERROR_TAG, REUSED_FROM, RecordWriter, RunRecord, begun, failed, finished
@@ -68,7 +68,7 @@ class Job:
             if previous is not None:
                 return objective(self.cfg, previous.metrics)
         except RagbenchError as exc:
-            log.error("%s", exc)
+            log.error("%s", coded(exc))
             raise Reported(1) from exc
         try:
             self.tracker.log_params(str(self.run_id), start_params(self.record))
@@ -86,7 +86,7 @@ class Job:
             value, wrong, self.record = float("nan"), exc, failed(self.record, str(_text(exc)), {})
         self._end("FINISHED")
         if wrong is not None:
-            log.error("%s", wrong)
+            log.error("%s", coded(wrong))
             if not self.multirun:
                 raise wrong
         return value
@@ -136,7 +136,7 @@ class Job:
             self._end("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
             raise exc
         if isinstance(exc, RagbenchError):
-            log.error("%s", exc)
+            log.error("%s", coded(exc))
         else:
             log.error("job failed", exc_info=exc)
         self._end("KILLED" if isinstance(exc, JobStopped) else "FAILED", error=exc)
@@ -197,4 +197,4 @@ class Job:
 
 
 def _text(error: BaseException | None) -> str | None:
-    return None if error is None else f"{type(error).__name__}: {error}"
+    return None if error is None else described(error)  # [RB-...] Class: message (ragbench.errors.CODES)

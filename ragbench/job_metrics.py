@@ -35,7 +35,7 @@ from ragbench.types import CaseResult, EvalSet, Query
 log = logging.getLogger(__name__)
 
 Kind = Literal["score", "diagnostic"]
-_GROUP = re.compile(r"^by_(?:type|difficulty|turn|followup)/[^/]+/")
+_GROUP = re.compile(r"^by_(?:type|difficulty|tag|turn|followup)/[^/]+/")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ PLACEHOLDERS = {"<k>": r"(?:\d+|topk)", "<name>": r"[^/]+"}
 # how the sweep table may rank on a declared key (``Rank.role``), in the order ``auto`` tries them
 RANK_ROLES = ("lead", "answer", "fallback")
 # the per-group copies of every key (ragbench.judge.aggregate.aggregate): ``by_type/<type>/<key>``
-_GROUP = re.compile(r"^by_(?:type|difficulty|turn|followup)/[^/]+/")
+_GROUP = re.compile(r"^by_(?:type|difficulty|tag|turn|followup)/[^/]+/")
 SUCCESSFUL = "_successful"  # ``<score>_successful``: the mean over the cases that ran
 
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ragbench import interrupts
+from ragbench.cache import documents as doc_pieces
 from ragbench.cache import keys
 from ragbench.cache.entries import (
     check_index,
@@ -56,6 +57,8 @@ from ragbench.protocols import (
 from ragbench.query.multistep import StepResult, first_hops, records_hops, run_step
 from ragbench.query.plan import QueryPlan, plan_queries
 from ragbench.query.routed import Decision, routed_step, routed_transform
+from ragbench.repeat_cases import run_repeats
+from ragbench.repeats import repeat_metrics
 from ragbench.retrieval.ann_recall import PREFIX as ANN_RECALL
 from ragbench.retrieval.baselines import baseline_of
 from ragbench.retrieval.batch import search_all, time_single
@@ -67,7 +70,7 @@ from ragbench.routing import max_topk
 from ragbench.scopes import check_scope
 from ragbench.stages import answer_stages
 from ragbench.trace import branch_stages, child_rankings
-from ragbench.types import CaseResult, ChunkTree, EvalSet, Hit, Level, Query
+from ragbench.types import CaseResult, ChunkTree, Document, EvalSet, Hit, Level, Query
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -123,6 +126,7 @@ class Pipeline:
         self.on_case = on_case or (lambda case, lookup: None)
         self.timings: dict[str, float] = {}
         self.embedded_texts = 0
+        self.documents: Sequence[Document] = ()  # the corpus's: its per-document index pieces (_vectors)
         self.batch_ids: list[str] = []  # llm.batch: the provider batches that answered this job's cases
 
     def _timed(self, stage: str, fn: Callable[[], Any]) -> Any:
@@ -164,6 +168,7 @@ class Pipeline:
         in shards by ``stages=encode`` jobs: assembled, nothing encoded)."""
         parents = self.c.parent_vectors
         key, expected = self._index_entry(chunks_key, ids)
+        manifest = {**expected, "dim": None}  # + the documents an index assembled from pieces holds
 
         def load(folder: Path, manifest: Mapping[str, Any]) -> np.ndarray:
             check_index(manifest, expected, folder)
@@ -183,7 +188,11 @@ class Pipeline:
                 return ids, self._timed("embed", lambda: encode_to_file(
                     lambda part: self._embed(list(part), queries=False), texts, spill, block=SPILL_ROWS))
             if parents != "mean":
-                return ids, self._timed("embed", lambda: self._embed(texts, queries=False))
+                return ids, self._timed("embed", lambda: doc_pieces.assemble(  # re-encodes only changed documents
+                    self.cache, tree=tree, ids=ids, texts=texts, documents=self.documents,
+                    chunker=self.c.chunker.params(), vectors=expected["embedder"],
+                    dataset=str(getattr(self.c.dataset, "name", "dataset")),
+                    encode=lambda part: self._embed(part, queries=False), index_manifest=manifest))
             # EasyRAG's propagation: a parent's vector is the normalised mean of its children's
             n = sum(1 for cid in ids if tree[cid].level == tree.search_level)
             child = self._timed("embed", lambda: self._embed(texts[:n], queries=False))
@@ -197,7 +206,7 @@ class Pipeline:
             return ids, np.vstack([child, parent])
 
         value, _ = self.cache.folder(
-            "index", key, {**expected, "dim": None},
+            "index", key, manifest,
             build=build, save=save_vectors, load=lambda f, m: (ids, load(f, m)),
         )
         return value[1]
@@ -255,9 +264,15 @@ class Pipeline:
             search_s=found.search_s[i] if found.search_s else None, votes=votes[i],
             stages=found.stages(plan, i) if c.trace else (), hops=None if hops is None else hops[i],
             adaptive=decided[i], route=routed.get(q.qid)) for i, q in enumerate(queries)])
-        cases = self._generate_rounds(wave, runner, cases)  # generate.history=own: turn after turn
-        results = self._wave("judge", wave, c.judges.values(), [partial(runner.finish, x) for x in cases],
-                             then=in_order(lambda case: self.on_case(case, lookup)))  # each case as it finishes
+        if c.repeats.on:  # repeats=N: generate and judge once per repeat, then each case merged (its record)
+            results = run_repeats(c.repeats, runner, cases, partial(self._generate_rounds, wave, runner),
+                                  partial(self._wave_of, wave), list(c.judges.values()))
+            for case in results:
+                self.on_case(case, lookup)
+        else:
+            cases = self._generate_rounds(wave, runner, cases)  # generate.history=own: turn after turn
+            results = self._wave("judge", wave, c.judges.values(), [partial(runner.finish, x) for x in cases],
+                                 then=in_order(lambda case: self.on_case(case, lookup)))  # each case as it finishes
         self.timings["cases"] = time.perf_counter() - start
         self.batch_ids = wave.batch_ids if wave is not None else []
         return self._result(evalset, corpus, found, results, lookup)
@@ -331,6 +346,10 @@ class Pipeline:
                 out[i] = case
         return out
 
+    def _wave_of(self, wave: Wave | None, name: str, components: Iterable[Any], steps: list[Callable[[], T]]
+                 ) -> list[T]:
+        return self._wave(name, wave, components, steps)
+
     def _wave(self, name: str, wave: Wave | None, components: Iterable[Any], steps: list[Callable[[], T]],
               then: Callable[[int, T], None] | None = None) -> list[T]:
         """One wave: every case's step. A batched wave (``wave``) runs each step in a thread of its own and
@@ -360,6 +379,7 @@ class Pipeline:
             "chunks", chunker, (evalset.documents,), lambda: c.chunker.chunk(evalset.documents)))
         tree = searched_tree(tree, c.parent_vectors)
         key = self.cache.keys["chunks"] = keys.chunks_key(evalset.documents, c.chunker)
+        self.documents = evalset.documents
         searchable = tree.searchable()
         return Corpus(tree, key, [ch.chunk_id for ch in searchable], [ch.text for ch in searchable])
 
@@ -432,7 +452,9 @@ class Pipeline:
                 lookup: JobLookup) -> JobResult:
         """The score wave: the job's metrics, counts and fingerprints."""
         c, ks, vectors = self.c, lookup.ks, found.vectors
-        metrics = assemble(case_metrics(cases, c.judges.values()), stage_metrics(
+        metrics = assemble(case_metrics(cases, c.judges.values()), Produced("repeats", repeat_metrics(
+            [[r["scores"] for r in x.repeats] for x in cases if x.repeats and x.status == "ok"], c.repeats.n)),
+            stage_metrics(
             timings=self.timings, queries=list(evalset.queries), single_s=found.single_s, evidence=lookup.evidence,
             cache_counters=self.cache.counters(), embedded_texts=self.embedded_texts,
             scoped=found.scoped is not None, cases=cases, transform_failures=c.query.failures + (

@@ -27,6 +27,17 @@ class DatasetAdapter(Protocol):
 
 
 @runtime_checkable
+class AnswerPostprocessor(Protocol):
+    """A dataset's answer post-processing (``dataset.postprocess``, ``ragbench.datasets.postprocess``): the
+    generated answer as scored (option letter -> option text, ``$1,234.5 million`` -> ``1234.5``). The
+    pipeline calls it after generation; the unprocessed answer is kept and scored as ``answer/raw_*``."""
+
+    name: str
+
+    def process(self, text: str, query: Query) -> str: ...
+
+
+@runtime_checkable
 class Chunker(Protocol):
     """Splits documents into a tree (document > section > paragraph > sentence)."""
 

@@ -350,7 +350,10 @@ def case_record(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, 
 
 
 def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(k): v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
+    """The JSON-plain part of a query's meta: scalars, and lists of strings (the custom format's ``tags``)."""
+    return {str(k): list(v) if isinstance(v, (list, tuple)) else v for k, v in meta.items()
+            if isinstance(v, (str, int, float, bool)) or v is None
+            or (isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v))}
 
 
 def _recomputable(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *, dataset: str, topk: int,
@@ -384,6 +387,11 @@ def _recomputable(case: CaseResult, tree: ChunkTree, emap: EvidenceMap | None, *
            if query.conversation is not None else {}),
         # trace=true: candidates and scores per stage, gold_entered / gold_lost; rerank_fallback when any
         **({"trace": dict(case.trace)} if case.trace else {}),
+        # dataset.postprocess: the answer before it (the case's answer is the processed one); cited sentences
+        **({"answer_raw": case.answer.raw_text} if case.answer and case.answer.raw_text is not None else {}),
+        **({"cited": [[t, list(ns)] for t, ns in case.answer.cited]} if case.answer and case.answer.cited else {}),
+        # repeats=N: every repeat's answer and answer scores; the case's scores are their reduced values
+        **({"repeats": {"reducer": case.reducer, "runs": [dict(r) for r in case.repeats]}} if case.repeats else {}),
     }
 
 

@@ -16,7 +16,7 @@ from ragbench import interrupts, redact, session
 from ragbench.budget_file import FILE as BUDGET_FILE
 from ragbench.budget_file import LedgerFile
 from ragbench.compare.analysis import log_sweep_report
-from ragbench.errors import RagbenchError, Reported
+from ragbench.errors import RagbenchError, Reported, coded
 from ragbench.stages import encode_only
 from ragbench.tracking.mlflow_tracker import dumps
 from ragbench.tracking.owner import owner, owner_gone
@@ -119,7 +119,7 @@ class MlflowSweepCallback(Callback):
         try:
             writable_folder(Path(str(config.hydra.run.dir)), "the run's output folder (hydra.run.dir)", OUTPUT_FIX)
         except RagbenchError as exc:
-            _fail(str(exc))
+            _fail(coded(exc))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Masks secrets in the files Hydra wrote before the job (``.hydra/*.yaml``, ``multirun.yaml``) and
@@ -148,7 +148,7 @@ class MlflowSweepCallback(Callback):
                       "ragbench.sweep_overrides": " ".join(map(str, overrides))},
             )
         except RagbenchError as exc:
-            _fail(str(exc))
+            _fail(coded(exc))
         assert self._run_id is not None
         session.current().parents.opened(str(sweep_dir.resolve()), self._run_id, self._tracker)
         (sweep_dir / PARENT_FILE).write_text(self._run_id)
@@ -194,7 +194,7 @@ class MlflowSweepCallback(Callback):
         try:
             return shared_ledger(str(config.hydra.sweep.dir), self._run_id).read().stopped
         except RagbenchError as exc:
-            log.warning("%s", exc)
+            log.warning("%s", coded(exc))
             return None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -203,7 +203,7 @@ class MlflowSweepCallback(Callback):
         try:
             self._multirun_end(config)
         except RagbenchError as exc:
-            _fail(str(exc))
+            _fail(coded(exc))
         except Exception as exc:  # noqa: BLE001 - MLflow's own (a server gone): one line, not a warning
             where = public_uri(str(getattr(self._tracker, "uri", "")))
             _fail(f"the sweep's summary was not logged to {where}: "

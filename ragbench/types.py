@@ -249,6 +249,9 @@ class Answer:
     latency_s: float = 0.0
     usage: Usage = Usage()
     citations: tuple[int, ...] = ()
+    # each cited sentence and the context numbers it cites (ragbench.generate.citations.cited_sentences)
+    cited: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    raw_text: str | None = None  # with dataset.postprocess: the answer as generated (``text`` is processed)
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,10 @@ class CaseResult:
     judge_notes: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # per judge: rubric, reasoning
     # per-stage candidates (trace=true) and rerankers that could not score and kept the order they got
     trace: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    # repeats=N (N > 1): per repeat its answer, citations and answer scores (ragbench.repeats); ``scores``
+    # then holds the repeats' reduced values
+    repeats: tuple[Mapping[str, Any], ...] = ()
+    reducer: str = ""
 
     @property
     def failed(self) -> bool:

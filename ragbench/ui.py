@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ragbench.errors import RagbenchError
+from ragbench.errors import RagbenchError, coded
 from ragbench.tracking import reach
 from ragbench.tracking.store import sqlite_path, tracking_defaults
 
@@ -378,7 +378,7 @@ def _remote(uri: str, experiment: str, sweep: str | None, *, browse: bool) -> in
         reach.check(uri, reach.default_timeout(), key="--tracking-uri")
         exp_id, latest, views = server_ids(base, experiment)
     except RagbenchError as exc:
-        print(f"ragbench ui: error: {exc}", file=sys.stderr)
+        print(f"ragbench ui: error: {coded(exc)}", file=sys.stderr)
         return 2
     if exp_id is None:
         print(f"ragbench ui: error: no experiment {experiment!r} on {shown}; pass --experiment (the jobs' "

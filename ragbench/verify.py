@@ -4,8 +4,9 @@ own artifacts (``cases.jsonl``) and compare them with what the run logged, and c
 
 Per case it recomputes, from the case record alone, every retrieval metric (ranked ids + qrels + the
 evidence units each hit covers), the context metrics (context texts + their dataset ids), the lexical
-answer metrics (answer + gold answers) and the citation hit rate; LLM-judge scores cannot be recomputed
-without the model, so they are taken as logged. Then it aggregates the cases exactly as the job did
+answer metrics (answer + gold answers), ``judge=semantic``'s scores (its models rebuilt from the record's
+config) and the citation hit rate; LLM-judge scores cannot be recomputed without the model, so they are taken
+as logged. Then it aggregates the cases exactly as the job did
 (``ragbench.judge.aggregate``) and compares every resulting metric with the logged run metric: the
 record's (``run.json``), and MLflow's, its sink; the record's status and config are checked against
 MLflow's status and params (``check_sink``). A ``run.json`` that is not a record (cut off, ``[]``, a
@@ -32,14 +33,18 @@ from ragbench.errors import ConfigError
 from ragbench.job_metrics import at_k_views
 from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import aggregate
+from ragbench.judge.citations import citation_scores, raw_scores
 from ragbench.judge.context import context_scores
 from ragbench.judge.document import scores_from_record as document_scores_from_record
 from ragbench.judge.hops import scores_from_record as hop_scores_from_record
 from ragbench.judge.lexical import answer_scores
 from ragbench.judge.retrieval import doc_recall_scores, metric_ks, scores_from_record
 from ragbench.judge.scorers import build_scorers, scorer_nodes, scorer_scores
+from ragbench.judge.semantic import KEYS as SEMANTIC_KEYS
+from ragbench.judge.semantic import SemanticJudge, case_scores, semantic_judges
 from ragbench.protocols import RetrievalScorer
 from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
+from ragbench.repeats import record_runs, reduce_scores, repeat_metrics
 from ragbench.tracking import reach
 from ragbench.tracking.mlflow_sink import start_params
 from ragbench.tracking.mlflow_tracker import mlflow_name
@@ -50,10 +55,11 @@ from ragbench.verify_calibration import check_calibration, load_calibration
 
 TOLERANCE = 1e-9
 FAMILIES = ("retrieval/", "context/", "answer/", "judge/", "cases/", "by_type/", "by_difficulty/", "headline/",
-            "by_turn/", "by_followup/", "conversation/")
-GROUPS = ("by_type/", "by_difficulty/", "by_turn/", "by_followup/")  # aggregate's per-group copies
+            "by_tag/", "by_turn/", "by_followup/", "conversation/", "repeats/")
+GROUPS = ("by_type/", "by_difficulty/", "by_tag/", "by_turn/", "by_followup/")  # aggregate's per-group copies
 RECOMPUTED = ("retrieval/", "context/", "answer/em", "answer/f1", "answer/contains", "answer/refused", "answer/locomo_f1",
-              "answer/citation_hit_rate")
+              "answer/citation_hit_rate", "answer/citation_support_rate", "answer/citation_missing", "answer/raw_",
+              *SEMANTIC_KEYS)  # semantic: the run's judge=semantic, rebuilt
 NOT_AGGREGATED = ("latency/", "tokens/", "cost/", "llm/")  # timings and usage: not quality metrics
 
 
@@ -124,12 +130,48 @@ def recompute_case(row: Mapping[str, Any], scorers: Sequence[RetrievalScorer] = 
     if contexts or "context/tokens" in row:
         out.update(context_scores([c["text"] for c in contexts], [c["refs"] for c in contexts], ev["texts"],
                                   ev["openviking"], ev["matched"]))
-    if row.get("answer") is not None:
-        out.update(answer_scores(row["answer"], row["answers"], dataset=row["dataset"], meta=row["query_meta"]))
-        cited = [n for n in row.get("citations") or [] if 1 <= n <= len(contexts)]
-        if cited and ev["matched"]:
-            out["answer/citation_hit_rate"] = sum(bool(contexts[n - 1]["has_evidence"]) for n in cited) / len(cited)
+    repeated = record_runs(row) if row.get("status", "ok") == "ok" else None
+    if repeated is not None:  # repeats=N: each repeat's answer scores, reduced as the job reduced them
+        reducer, runs = repeated
+        out.update(reduce_scores([answer_part(row, r["answer"], r.get("citations"), r) for r in runs
+                                  if r.get("answer") is not None], reducer))
+    elif row.get("answer") is not None:
+        out.update(answer_part(row, row["answer"], row.get("citations"), row))
     return out
+
+
+def answer_part(row: Mapping[str, Any], answer: str, citations: Sequence[int] | None,
+                given: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """The lexical answer scores and the citation hit rate of ``answer`` (the case's, or one repeat's); with
+    ``given`` (the case row or the repeat's entry), its citation support and missing citation
+    (``cited``) and, under dataset.postprocess, the unprocessed answer's ``answer/raw_*`` (``answer_raw``)."""
+    out = dict(answer_scores(answer, row["answers"], dataset=row["dataset"], meta=row["query_meta"]))
+    contexts = row["contexts"]
+    cited = [n for n in citations or [] if 1 <= n <= len(contexts)]
+    if cited and row["evidence"]["matched"]:
+        out["answer/citation_hit_rate"] = sum(bool(contexts[n - 1]["has_evidence"]) for n in cited) / len(cited)
+    if given is not None:
+        out.update(citation_scores([(t, ns) for t, ns in given.get("cited") or []], citations or [],
+                                   [c["text"] for c in contexts], row["query_meta"]))
+        if given.get("answer_raw") is not None:
+            out.update(raw_scores(given["answer_raw"], row["answers"], dataset=row["dataset"], meta=row["query_meta"]))
+    return out
+
+
+def check_repeats(row: Mapping[str, Any], report: Report) -> list[dict[str, float]] | None:
+    """A repeated case's every repeat: its recorded answer scores against those recomputed from its answer;
+    the repeats' recorded scores (None: the case has no repeats)."""
+    repeated = record_runs(row)
+    if repeated is None:
+        return None
+    runs = repeated[1]
+    for i, run in enumerate(runs):
+        logged = {k: float(v) for k, v in (run.get("scores") or {}).items()}
+        fresh = answer_part(row, run["answer"], run.get("citations"), run) if run.get("answer") is not None else {}
+        for key in sorted(set(logged) & set(fresh)):
+            if key.startswith(RECOMPUTED):
+                report.check(f"case {row['qid']} repeat {i} {key}", logged[key], fresh[key])
+    return [dict(run.get("scores") or {}) for run in runs]
 
 
 def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResult:
@@ -150,7 +192,8 @@ def case_result(row: Mapping[str, Any], scores: Mapping[str, float]) -> CaseResu
 
 
 def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], topk: int | None = None,
-                scorers: Sequence[RetrievalScorer] = (), sink: Mapping[str, float] | None = None) -> Report:
+                scorers: Sequence[RetrievalScorer] = (), sink: Mapping[str, float] | None = None,
+                semantic: Sequence[SemanticJudge] = ()) -> Report:
     """Compares every recomputable per-case score and every aggregated metric with ``logged`` (the record's
     metrics, by MLflow name; MLflow's for a run logged before the record); with the job's ``topk``, also the
     fixed-name views the job derives from them (``*_at_topk``, ``headline/*``, the last point of each
@@ -158,11 +201,13 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
     with a record, each aggregated metric compared with both."""
     report = Report()
     cases = []
+    repeated: list[list[dict[str, float]]] = []  # repeats=N: each ok case's repeats' scores
     for row in rows:
         if "record_version" not in row:
             raise UsageError(f"case {row.get('qid')} has no case record (a run logged before ragbench.verify)")
         scores = score_keys(row)
         fresh = recompute_case(row, scorers)
+        fresh.update(case_scores(row, semantic))  # judge=semantic's scores (ragbench.judge.semantic)
         for key in sorted(set(scores) | set(fresh)):
             if not key.startswith(RECOMPUTED):
                 continue
@@ -173,7 +218,11 @@ def verify_rows(rows: Sequence[Mapping[str, Any]], logged: Mapping[str, float], 
             elif row["status"] == "ok" and not key.startswith("answer/"):  # answer keys: lexical judge may be off
                 report.unchecked.append(f"case {row['qid']} {key}: recomputed but not logged")
         cases.append(case_result(row, {**scores, **{k: v for k, v in fresh.items() if k in scores}}))
+        runs = check_repeats(row, report)
+        if runs is not None and row["status"] == "ok":
+            repeated.append(runs)
     expected = aggregate(cases)
+    expected.update(repeat_metrics(repeated, max((len(r) for r in repeated), default=1)))  # repeats=N
     if topk is None and rows and rows[0].get("topk") is not None:
         topk = int(rows[0]["topk"])
     if "retrieval/scope_corpus_fallbacks" in logged:
@@ -447,7 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rows, logged, topk, scores_doc, scorers, sink = load_run(args.run_id,
                                                                  args.tracking_uri or default_tracking_uri())
-        report = verify_rows(rows, logged, topk, scorers, None if sink is None else sink.metrics)
+        semantic = semantic_judges(sink.record.config) if sink is not None else []  # judge=semantic's models
+        report = verify_rows(rows, logged, topk, scorers, None if sink is None else sink.metrics, semantic)
         if sink is not None:
             check_sink(sink, logged, report)
         if scores_doc is None and sink is None:  # a run logged before the record: its case_scores.json is gone

@@ -82,7 +82,7 @@ def test_unknown_option_lists_valid_ones(tmp_path):
     proc = ragbench(["dataset=nope"], tmp_path, timeout=60)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
-        "ragbench: nope is not an option of dataset (in dataset=nope); options: beir, custom, financebench, "
+        "ragbench: [RB-CONFIG-001] nope is not an option of dataset (in dataset=nope); options: beir, custom, financebench, "
         "locomo, mlflow, mtrag, multihop_rag, qasper, syllabusqa"]  # one line, before Hydra: not its 14
 
 

@@ -1,4 +1,5 @@
-"""``python -m ragbench.cache info|prune``: size per stage of the stage cache and removal by age."""
+"""``python -m ragbench.cache info|prune|docs|forget|reset``: size per stage of the stage cache, removal by age,
+the indexed documents (per-document index pieces), one document's removal, and clearing it all."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragbench.cache.doc_inventory import DocPiece, doc_pieces, forget, reset
 from ragbench.cache.inventory import StageInfo, info, prune
 from ragbench.cache.root import DEFAULT_DIR, ENV_VAR, job_cache_dir
-from ragbench.errors import CacheError, ConfigError
+from ragbench.errors import CacheError, ConfigError, coded
 
 __all__ = ["default_dir", "info", "main", "parse_age", "parser", "prune"]
 
@@ -80,7 +82,7 @@ def _print_info(root: Path, rows: Sequence[StageInfo]) -> None:
 def parser() -> argparse.ArgumentParser:
     """The command line of ``python -m ragbench.cache``."""
     p = argparse.ArgumentParser(prog="python -m ragbench.cache",
-                                description="Size per stage of ragbench's stage cache; removal of old entries.")
+                                description="Size per stage of ragbench's stage cache; removal of old entries; indexed documents.")
     p.add_argument("--dir", type=Path, default=None,
                    help=f"cache root (default: ${ENV_VAR}, else ./{DEFAULT_DIR}, as cache.dir in config.yaml)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -89,7 +91,53 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--older-than", required=True, metavar="AGE", help="e.g. 7d, 12h, 30m, 90s (0 = everything)")
     pr.add_argument("--stage", default=None, help="only this stage (e.g. index, retrieval, answers, verdicts)")
     pr.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    dc = sub.add_parser("docs", help="the indexed documents: dataset, id, chunk count, sha256, embedder")
+    dc.add_argument("--dataset", default=None, metavar="NAME", help="only this dataset's documents")
+    fg = sub.add_parser("forget", help="drop one document's entries (its index piece and the indexes built with it)")
+    fg.add_argument("doc", metavar="DOC", help="a document id, or 8+ hex digits of its sha256 (as `docs` lists)")
+    fg.add_argument("--dataset", default=None, metavar="NAME", help="only this dataset's document")
+    rs = sub.add_parser("reset", help="remove every entry of the cache (asks first)")
+    rs.add_argument("--yes", action="store_true", help="do not ask (scripts)")
     return p
+
+
+def _print_docs(root: Path, rows: Sequence[DocPiece]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    if not rows:
+        console.print(f"stage cache {root}: no indexed documents yet (a job with a dense retriever indexes them)")
+        return
+    table = Table(title=f"indexed documents in {root.resolve()}", title_justify="left")
+    for col, justify in (("dataset", "left"), ("document", "left"), ("chunks", "right"), ("sha256", "left"),
+                         ("embedder", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(r.dataset, r.doc_id, str(r.chunks), r.sha256[:16], r.embedder)
+    console.print(table)
+
+
+def _reset(root: Path, yes: bool) -> int:
+    if not root.is_dir():
+        log.info("no stage cache at %s: nothing to reset (pass --dir or set %s)", root, ENV_VAR)
+        return 0
+    rows = info(root)
+    what = f"{sum(r.entries for r in rows)} entries, {human_size(sum(r.size for r in rows))}"
+    if not yes:
+        if not sys.stdin.isatty():
+            log.error("error: cache reset would remove every entry of %s (%s) and stdin is not a terminal to "
+                      "ask; pass --yes to confirm", root, what)
+            return 2
+        reply = input(f"remove every entry of the stage cache {root} ({what})? [y/N] ")
+        if reply.strip().lower() not in ("y", "yes"):
+            log.info("kept the cache: nothing removed")
+            return 1
+    res = reset(root)
+    log.info("removed %d entries (%s) from %s", res.removed, human_size(res.freed), root)
+    if res.skipped_locked:
+        log.info("skipped %d entries locked by a running job; reset again when it has finished", res.skipped_locked)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,13 +150,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "info":
             _print_info(root, info(root))
             return 0
+        if args.command == "docs":
+            _print_docs(root, doc_pieces(root, args.dataset))
+            return 0
+        if args.command == "forget":
+            gone = forget(root, args.doc, dataset=args.dataset)
+            log.info("forgot %s: removed %d document pieces and %d index entries built with it from %s%s", args.doc,
+                     gone.pieces, gone.indexes, root, f"; skipped {gone.skipped_locked} entries locked by a running "
+                     "job (forget again when it has finished)" if gone.skipped_locked else "")
+            return 0
+        if args.command == "reset":
+            return _reset(root, args.yes)
         age = parse_age(args.older_than)
         if not root.is_dir():
             log.info("no stage cache at %s: nothing to prune (pass --dir or set %s)", root, ENV_VAR)
             return 0
         res = prune(root, older_than_s=age, stage=args.stage, dry_run=args.dry_run)
     except (CacheError, ConfigError) as exc:
-        log.error("error: %s", exc)
+        log.error("error: %s", coded(exc))
         return 2
     verb = "would remove" if args.dry_run else "removed"
     where = f"stage {args.stage!r}" if args.stage else "all stages"

@@ -94,6 +94,7 @@ def answer_record(answer: Answer) -> dict[str, Any]:
     u = answer.usage
     return {"text": answer.text, "model": answer.model, "latency_s": answer.latency_s,
             "citations": list(answer.citations),
+            **({"cited": [[text, list(ns)] for text, ns in answer.cited]} if answer.cited else {}),
             "usage": {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                       "cost_usd": u.cost_usd}}
 
@@ -105,6 +106,8 @@ def answer_from(record: Any) -> Answer:
     return Answer(text=_str(record["text"], "text"), model=_str(record["model"], "model"),
                   latency_s=_number(record["latency_s"], "latency_s"),
                   citations=tuple(_int(n, "a citation") for n in _list(record["citations"], "citations")),
+                  cited=tuple((_str(text, "a cited sentence"), tuple(_int(n, "a citation") for n in _list(ns, "cited")))
+                              for text, ns in _list(record.get("cited") or [], "cited")),
                   usage=Usage(prompt_tokens=_int(u["prompt_tokens"], "prompt_tokens"),
                               completion_tokens=_int(u["completion_tokens"], "completion_tokens"),
                               cost_usd=_number(u["cost_usd"], "cost_usd"), cached=True))

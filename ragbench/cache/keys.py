@@ -25,8 +25,11 @@ def retrieval_key(index_fp: str, query_texts: Sequence[str], depth: int) -> str:
                      "k": depth, "libraries": library_versions()})
 
 
-def answer_key(generator_identity: str, query: Query, contexts: Sequence[Context]) -> str:
+def answer_key(generator_identity: str, query: Query, contexts: Sequence[Context], repeat: int | None = None) -> str:
+    """``repeat``: the repeat's index under ``repeats=N`` (N > 1), so each repeat is its own entry; None
+    (``repeats=1``) leaves the key as it always was."""
     return make_key({"stage": "answers", "generator": generator_identity, "qid": query.qid,
+                     **({"repeat": repeat} if repeat is not None else {}),
                      "question": query.text, "type": query.question_type,
                      "contexts": [[x.title, x.text] for x in contexts],
                      # a conversation's turn: the history the generator reads (ragbench.generate.history)

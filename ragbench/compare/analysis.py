@@ -90,12 +90,19 @@ def log_sweep_report(tracker: Any, parent_run_id: str, *, resamples: int = 2000,
             log.info("comparison report of sweep run %s (the same runs) copied to the sweep run %s under compare/",
                      earlier, parent_run_id)
             return
-        runs = [load_cases(client, r) for r in found]
-        comp, taxa = analyse(runs, resamples=resamples, notes=notes, sort_by=sort_by)
-        write_report(Path(tmp), comp, taxa, records=load_records(client, found, runs), tags=run_tags(found))
+        write_sweep_report(Path(tmp), client, found, notes=notes, resamples=resamples, sort_by=sort_by)
         client.log_artifacts(parent_run_id, tmp, artifact_path="compare")
     tracker.set_tags(parent_run_id, {REPORT_KEY: key})
     log.info("comparison report logged to the sweep run %s under compare/", parent_run_id)
+
+
+def write_sweep_report(folder: Path, client: Any, found: Sequence[Any], *, notes: Sequence[str] = (),
+                       resamples: int = 2000, sort_by: str = AUTO) -> list[Path]:
+    """The report files of the MLflow runs ``found`` (``find_runs``) in ``folder``: what ``log_sweep_report``
+    logs under ``compare/``; returns the files written."""
+    runs = [load_cases(client, r) for r in found]
+    comp, taxa = analyse(runs, resamples=resamples, notes=notes, sort_by=sort_by)
+    return write_report(folder, comp, taxa, records=load_records(client, found, runs), tags=run_tags(found))
 
 
 def report_key(found: Sequence[Any], resamples: int) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragbench.errors import ConfigError, RagbenchError
+from ragbench.errors import ConfigError, RagbenchError, coded
 from ragbench.tracking.store import os_reason, tracking_defaults, writable_folder
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def output_problem(args: argparse.Namespace) -> str | None:
         try:
             writable_folder(path if is_folder else path.parent, f"{flag} {path}", fix)
         except ConfigError as exc:
-            return str(exc)
+            return coded(exc)
     return None
 
 
@@ -205,7 +205,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         ppi = ppi_results(args.ppi, runs) if args.ppi else []
     except RagbenchError as exc:
-        print(f"ragbench.compare: error: {exc}", file=sys.stderr)
+        print(f"ragbench.compare: error: {coded(exc)}", file=sys.stderr)
         return USAGE
     except Exception as exc:
         from mlflow.exceptions import MlflowException  # imported by then: the store was opened
@@ -244,7 +244,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             args.csv.write_text(csv_text(record_rows(read_all(client, found)), sweep_keys_of(client, found)),
                                 encoding="utf-8")
         except RagbenchError as exc:  # a run without its record (logged before it, or the file damaged)
-            print(f"ragbench.compare: error: --csv: {exc}", file=sys.stderr)
+            print(f"ragbench.compare: error: --csv: {coded(exc)}", file=sys.stderr)
             return USAGE
         except OSError as exc:
             return _write_error("--csv", args.csv, exc)

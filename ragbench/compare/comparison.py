@@ -11,11 +11,12 @@ import numpy as np
 from ragbench import stats
 from ragbench.compare import power as power_mod
 from ragbench.compare.metrics import MetricSpec, metric_spec
-from ragbench.compare.runcases import RunCases
+from ragbench.compare.runcases import RunCases, repeat_values
 from ragbench.errors import ConfigError
 from ragbench.tracking.runs_table import tied
 
 ALL = "all"  # the type of the overall record
+TAG = "tag="  # the type of a record over the cases carrying a tag (the custom format's `tags`): tag=travel
 TURN = "turn="  # the type of a record over a conversation turn index: turn=1, turn=2, turn=3plus
 # the smallest significance level: a p-value below alpha is re-estimated with 2 m / alpha randomisations
 # (``_refine``), 20,000 per comparison here; a smaller alpha asks for more than any comparison can run
@@ -188,6 +189,7 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
         types = np.asarray(base.types, dtype=object)[ib]
         for spec in specs:
             a, b = run.values(spec)[ia], base.values(spec)[ib]
+            reps = (repeat_values(run, spec), repeat_values(base, spec)) if run is not base else (None, None)
             scored = np.isfinite(a) & np.isfinite(b)
             if not scored.any():
                 if run is not base and (np.isfinite(a).any() or np.isfinite(b).any()):
@@ -195,7 +197,8 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                                  "(e.g. an LLM judge none of whose verdicts parsed)")
                 continue
             for qtype, m in [(ALL, scored), *((t, scored & (types == t)) for t in sorted(set(types[scored]))),
-                             *turn_masks(base.fields.get("turn"), ib, scored)]:  # conversations: per turn
+                             *turn_masks(base.fields.get("turn"), ib, scored),  # conversations: per turn
+                             *tag_masks(base.tags, ib, scored)]:  # tagged cases: per tag (by_tag/*)
                 common = {"run": run.run_id, "run_name": run.name, "baseline": base.run_id,
                           "baseline_name": base.name, "metric": spec.name, "type": qtype,
                           "lower_is_better": spec.lower_is_better}
@@ -205,16 +208,21 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
                                 "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "verdict": BASELINE,
                                 "min_effect": spec.min_effect.at(v)})
                     continue
-                raw.append({**common, "_pair": (a[m], b[m], spec.statistic), "_spec": spec})
+                raw.append({**common, "_pair": (a[m], b[m], spec.statistic), "_spec": spec,
+                            "_repeats": repeat_pairs(reps, ia, ib, m, a[m], b[m])})
     # Compared by sample size: the comparisons of one size share their resample matrices (stats._weights
     # keeps a few), which run-by-run order rebuilt for every run x metric x question type. The draws depend
     # only on (n, resamples, seed), so the order changes no number.
     for r in sorted((r for r in raw if "_pair" in r), key=lambda r: len(r["_pair"][0])):
         a, b, statistic = r["_pair"]
-        pr = stats.paired(a, b, statistic=statistic, resamples=resamples, seed=seed, level=level)
+        pr = stats.paired(a, b, statistic=statistic, resamples=resamples, seed=seed, level=level,
+                          repeats=r["_repeats"])  # repeats=N: a two-level bootstrap CI
         r.update({"n": pr.n, "value": pr.value, "baseline_value": pr.baseline_value, "delta": pr.delta,
                   "ci_low": pr.ci_low, "ci_high": pr.ci_high, "p_value": pr.p_value,
                   "min_effect": r["_spec"].min_effect.at(pr.baseline_value)})
+    if any(r.get("_repeats") is not None for r in raw):
+        notes.append("runs with repeats (repeats=N): their CIs are two-level bootstrap intervals, the cases and then "
+                     "each case's repeats resampled, so the repeat-to-repeat noise is in them (docs/comparing.md)")
     missing = sorted({s.name for s in specs} - {r["metric"] for r in raw})
     if missing:
         notes.append(f"not compared (no run has per-case values for it): {', '.join(missing)}")
@@ -233,6 +241,7 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
         r.setdefault("p_holm", 1.0)
         r.pop("_pair", None)
         r.pop("_spec", None)
+        r.pop("_repeats", None)
     correction = (f"Holm correction over the {len(overall)} overall comparisons (run x metric) and, per run and "
                   f"metric, over its question types; verdicts at adjusted p < {alpha:g}; {level:.0%} paired "
                   f"bootstrap CIs ({resamples} resamples, seed {seed}); p-values from a paired sign-flip "
@@ -243,6 +252,21 @@ def compare(runs: Sequence[RunCases], baseline_of: dict[str, RunCases], specs: S
     return Comparison(records=tuple(Record(**r) for r in raw), runs=tuple(runs), baseline_of=dict(baseline_of),
                       metrics=tuple(specs), notes=tuple(notes), resamples=resamples, seed=seed, alpha=alpha,
                       level=level, correction=correction, practical=practical_note(specs), power=power)
+
+
+def repeat_pairs(reps: tuple[tuple[list[np.ndarray], str] | None, tuple[list[np.ndarray], str] | None],
+                 ia: np.ndarray, ib: np.ndarray, m: np.ndarray, a: np.ndarray, b: np.ndarray
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], tuple[str, str]] | None:
+    """The compared cases' repeat values on each side (``repeat_values``, picked by the pairing ``ia``/``ib``
+    and the mask ``m``; a side without repeats: each case's one value of ``a`` / ``b``, the compared values)
+    with the sides' reducers, for ``stats.two_level_ci``; None when neither side repeated."""
+    ra, rb = reps
+    if ra is None and rb is None:
+        return None
+    keep = np.flatnonzero(m)
+    side_a = [ra[0][ia[j]] for j in keep] if ra is not None else [np.array([v]) for v in a]
+    side_b = [rb[0][ib[j]] for j in keep] if rb is not None else [np.array([v]) for v in b]
+    return side_a, side_b, (ra[1] if ra is not None else "mean", rb[1] if rb is not None else "mean")
 
 
 def add_mde(family: list[dict], *, alpha: float, power: float) -> None:
@@ -268,6 +292,20 @@ def turn_masks(turn: np.ndarray | None, ib: np.ndarray, scored: np.ndarray) -> l
     t = turn[ib]
     groups = [("1", t == 1), ("2", t == 2), ("3plus", t >= 3)]
     return [(f"{TURN}{name}", scored & m) for name, m in groups if (scored & m).any()]
+
+
+def tag_masks(tags: Sequence[Sequence[str]], ib: np.ndarray, scored: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The compared cases carrying each tag (``tag=<tag>``; a case counts in each of its tags, as in the
+    job's ``by_tag/*``), from the baseline's case tags; none without."""
+    if not tags:
+        return []
+    picked = [tags[i] for i in ib]
+    out = []
+    for tag in sorted({t for ts in picked for t in ts}):
+        m = scored & np.array([tag in ts for ts in picked], dtype=bool)
+        if m.any():
+            out.append((f"{TAG}{tag}", m))
+    return out
 
 
 def alpha_problem(alpha: float) -> str | None:

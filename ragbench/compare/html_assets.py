@@ -149,6 +149,11 @@ function detail(X,i,runs){
     col.appendChild(h('div',{},[h('b',{text:'Answer: '}),h('span',{'class':'answer',text:c.a==null?'(none)':String(c.a)})]));
     col.appendChild(h('div',{'class':'small',text:'verdict: '+String(c.c||'').replace(/_/g,' ')+
       '; scores: '+Object.keys(c.s).map(function(k){return k+' '+fmt(c.s[k]);}).join(', ')}));
+    if(c.rp){var rp=h('details',{'class':'spread'},[h('summary',{text:'spread over '+c.rp.n+' repeats ('+c.rp.r+
+      '): '+Object.keys(c.rp.s).map(function(k){var v=c.rp.s[k];return k+' '+fmt(v[0])+'\u2013'+fmt(v[1])+
+      ' (sd '+fmt(v[2])+')';}).join(', ')})]);
+      c.rp.a.forEach(function(t,j){rp.appendChild(h('div',{'class':'small',text:'repeat '+(j+1)+': '+T[t]}));});
+      col.appendChild(rp);}
     var hits=h('ol',{'class':'hits'});
     c.h.forEach(function(x,j){var li=h('li',{},[h('span',{'class':x[2]?'gold':'',
       text:(x[2]?'★ gold ':'')+x[0]+(x[1]?' (doc '+x[1]+')':'')+(j>=c.k?' [below top-k]':'')})]);

@@ -16,6 +16,7 @@ from ragbench.compare.runcases import RunCases
 from ragbench.compare.select import _download, case_rows
 from ragbench.compare.taxonomy import CORRECT_AT, Taxonomy, classify, gold_flags
 from ragbench.errors import RagbenchError
+from ragbench.repeats import record_runs
 from ragbench.tracking.run_names import WHERE_KEYS
 from ragbench.tracking.runs_table import baseline_kind as baseline_of_tags
 
@@ -35,12 +36,13 @@ MAX_RANKED = 10  # ranked ids shown per case beyond the top-k texts
 _AT = re.compile(r"^(retrieval/(?:hit|recall|ndcg)_at_)(\d+)$")
 
 
-def load_records(client: Any, runs: Sequence[Any], read: Sequence[RunCases] = ()) -> dict[str, list[dict[str, Any]]]:
+def load_records(client: Any, runs: Sequence[Any],
+                 read: Sequence[RunCases] = ()) -> dict[str, Sequence[Mapping[str, Any]]]:
     """Each MLflow run's ``cases.jsonl`` rows (run id -> rows), for the drill-down: those the comparison
-    already read from the run's record (``read``) as they are, the others read now; a run whose file cannot
-    be read has none (the report shows its scores only)."""
-    out: dict[str, list[dict[str, Any]]] = {rc.run_id: [dict(row) for row in rc.rows] for rc in read
-                                             if rc.rows and "question" in rc.rows[0]}  # whole records
+    already read from the run's record (``read``) as they are (shared, not copied: the drill-down only reads
+    them), the others read now; a run whose file cannot be read has none (the report shows its scores only)."""
+    out: dict[str, Sequence[Mapping[str, Any]]] = {rc.run_id: rc.rows for rc in read
+                                                   if rc.rows and "question" in rc.rows[0]}  # whole records
     for run in runs:
         if str(run.info.run_id) in out:
             continue
@@ -160,6 +162,8 @@ class _Pool:
 
 
 def _categories(run: RunCases, taxon: Taxonomy) -> list[str]:
+    if len(taxon.categories) == len(run.qids):  # classified by ``taxonomy`` with these same arguments
+        return list(taxon.categories)
     ks = [int(m[2]) for k in run.fields if (m := _AT.match(k)) and m[1] == "retrieval/hit_at_"]
     topk = taxon.topk or 0
     return [classify(run, i, topk, max(ks, default=0))[0] for i in range(len(run.qids))]
@@ -192,7 +196,28 @@ def _case(run: RunCases, i: int, row: Mapping[str, Any], category: str, pool: _P
                            "h": hits, "x": contexts, "j": row.get("judge_notes") or {}}
     if row.get("status", "ok") != "ok":
         out["e"] = f"{row.get('status')}: {row.get('error_type') or ''} {row.get('error') or ''}".strip()
+    spread = repeat_spread(row, pool)
+    if spread is not None:
+        out["rp"] = spread
     return out
+
+
+def repeat_spread(row: Mapping[str, Any], pool: _Pool) -> dict[str, Any] | None:
+    """``repeats=N``: a case's spread over its repeats -- per answer score (the drill-down's, else every one
+    the repeats hold) [min, max, sd (ddof 0)] -- with the reducer and each repeat's answer; None without."""
+    got = record_runs(row)
+    if got is None:
+        return None
+    reducer, runs = got
+    keys = sorted({k for r in runs for k in (r.get("scores") or {}) if not k.endswith("judge_failed")})
+    shown = [k for k in CASE_SCORES if k in keys] or keys
+    spread: dict[str, list[float]] = {}
+    for key in shown:
+        vals = [float(r["scores"][key]) for r in runs if isinstance((r.get("scores") or {}).get(key), int | float)]
+        vals = [v for v in vals if np.isfinite(v)]
+        if vals:
+            spread[key] = [min(vals), max(vals), float(np.std(vals))]
+    return {"n": len(runs), "r": reducer, "s": spread, "a": [pool.add(r.get("answer")) for r in runs]}
 
 
 def drilldown(comp: Comparison, taxa: Sequence[Taxonomy],

@@ -15,6 +15,7 @@ from ragbench.compare.metrics import MetricSpec
 from ragbench.errors import ConfigError
 from ragbench.jsonio import loads_bounded
 from ragbench.judge.aggregate import metric_name
+from ragbench.repeats import record_runs
 from ragbench.tracking.run_names import parse_run_name
 
 BASELINE_FORMAT = "ragbench-baseline/1"
@@ -58,6 +59,7 @@ class RunCases:
     skipped: np.ndarray | None = None  # cases not run (budget reached): NaN for every metric, never 0
     baseline: str = ""  # a baseline job's kind (oracle, closed_book: runs_table.baseline_kind), "" for a configuration
     params: Mapping[str, str] = field(default_factory=dict)  # its config as dotted keys (select.record_params)
+    tags: tuple[tuple[str, ...], ...] = ()  # each case's tags (the custom format's `tags`; by_tag/*), when known
 
     @property
     def config(self) -> str:
@@ -79,6 +81,27 @@ class RunCases:
         if spec.successful_only:
             x[~self.ok] = np.nan
         return x
+
+
+def repeat_values(run: RunCases, spec: MetricSpec) -> tuple[list[np.ndarray], str] | None:
+    """``repeats=N``: each case's values of ``spec`` over its repeats (a case without repeats, or that did not
+    run them all: its one value, as ``values`` gives it) and the run's reducer; None when no case of the run
+    has repeats of it (its records are not at hand, or it ran with repeats=1)."""
+    x = run.values(spec)
+    if len(run.rows) != len(x):
+        return None
+    out: list[np.ndarray] = []
+    found, reducer = False, "mean"
+    for i, row in enumerate(run.rows):
+        got = record_runs(row) if isinstance(row, Mapping) and run.ok[i] else None
+        vals = [float(r["scores"][spec.key]) for r in got[1] if isinstance(r.get("scores"), Mapping)
+                and _number(r["scores"].get(spec.key)) is not None] if got is not None else []
+        if got is not None and vals and len(vals) == len(got[1]):
+            found, reducer = True, got[0]
+            out.append(np.asarray(vals, dtype=float))
+        else:
+            out.append(np.asarray([x[i]], dtype=float))
+    return (out, reducer) if found else None
 
 
 def _number(value: Any) -> float | None:
@@ -120,8 +143,17 @@ def case_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for i, x in zip(*found[key], strict=True):
             col[i] = x
         fields[key] = col
+    tags = [case_tags(row) for row in rows]
     return {"qid": [row.get("qid") for row in rows], "question_type": [row.get("question_type") for row in rows],
-            "status": [row.get("status", "ok") for row in rows], "fields": fields}
+            "status": [row.get("status", "ok") for row in rows], "fields": fields,
+            **({"tags": tags} if any(tags) else {})}  # only when some case has tags: others' documents unchanged
+
+
+def case_tags(row: Mapping[str, Any]) -> list[str]:
+    """A case record's tags as by_tag/* names them (``query_meta.tags``, the custom format's ``tags``)."""
+    meta = row.get("query_meta")
+    tags = meta.get("tags") if isinstance(meta, dict) else None
+    return list(dict.fromkeys(metric_name(str(t)) for t in tags)) if isinstance(tags, list) else []
 
 
 def from_rows(rows: Sequence[Mapping[str, Any]], *, run_id: str, name: str, dataset: str, dataset_sha256: str = "",
@@ -159,13 +191,16 @@ def from_columns(columns: Mapping[str, Any], *, run_id: str, name: str, dataset:
         total[np.all(np.isnan(stacked), axis=0)] = np.nan
         fields["latency/total_ms"] = total
     status = list(columns["status"])
+    tags = columns.get("tags")  # a case_scores.json written before tags has none
+    ok_tags = isinstance(tags, list) and len(tags) == len(qids) and all(
+        isinstance(t, list) and all(isinstance(x, str) for x in t) for t in tags)
     return RunCases(
         run_id=run_id, name=name, dataset=dataset, dataset_sha256=dataset_sha256, topk=topk, qids=tuple(qids),
         types=tuple(metric_name(str(t or "unknown")) for t in columns["question_type"]),
         ok=np.array([s == "ok" for s in status], dtype=bool), fields=fields,
         rows=tuple(rows), source=source, metrics=dict(metrics or {}),
         skipped=np.array([s == "skipped" for s in status], dtype=bool), baseline=baseline,
-        params=dict(params or {}),
+        params=dict(params or {}), tags=tuple(tuple(t) for t in tags) if ok_tags and tags else (),
     )
 
 

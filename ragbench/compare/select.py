@@ -16,7 +16,7 @@ from ragbench.stages import encode_only
 from ragbench.tracking import reach
 from ragbench.tracking.mlflow_sink import flatten, quiet_downloads
 from ragbench.tracking.mlflow_tracker import client_for
-from ragbench.tracking.run_records import record_of
+from ragbench.tracking.run_records import _local_folder, record_of
 from ragbench.tracking.runs_table import baseline_kind
 from ragbench.tracking.store import (
     sqlite_path,
@@ -199,8 +199,13 @@ def case_rows(text: str, run_id: str) -> list[dict[str, Any]]:
 
 
 def _download(client: Any, run: Any, artifact: str) -> str:
-    """The text of one of the run's case artifacts (held by ``cases_run_id(run)``)."""
+    """The text of one of the run's case artifacts (held by ``cases_run_id(run)``): read in place when the
+    store keeps artifacts on this machine's disk (as ``record_of`` reads ``run.json``; a copy's files are hard
+    links to its origin's), else downloaded through ``client``."""
     rid = str(run.info.run_id)
+    local = _local_folder(run)
+    if local is not None and (local / artifact).is_file():
+        return (local / artifact).read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="ragbench-compare-") as tmp:
         try:
             with quiet_downloads():

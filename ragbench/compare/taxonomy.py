@@ -46,6 +46,8 @@ class Taxonomy:
     notes: tuple[str, ...]  # about this run's reading, without the run's name
     # per question type: the answered-wrong cases by CAUSES (empty when the run has no claim metrics)
     causes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # each case's category, in the run's case order (the report's drill-down reads them, not classify again)
+    categories: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def json(self) -> list[dict[str, Any]]:
         return [{"run": self.run, "type": t, "topk": self.topk, "depth": self.depth, "source": self.source,
@@ -201,4 +203,5 @@ def taxonomy(run: RunCases) -> Taxonomy:
                      f"{why[UNEXPLAINED]} {UNEXPLAINED}")
     return Taxonomy(run=run.run_id, run_name=run.name, counts={t: dict(c) for t, c in ordered.items()},
                     topk=topk, depth=depth, source=source, notes=tuple(notes),
-                    causes={t: dict(c) for t, c in causes.items()})
+                    causes={t: dict(c) for t, c in causes.items()},
+                    categories=tuple(category for category, _ in per_case))

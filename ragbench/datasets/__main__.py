@@ -16,7 +16,7 @@ from ragbench.datasets.financebench import QUESTIONS
 from ragbench.datasets.inspect_set import inspect_file
 from ragbench.datasets.sources import ALL, SOURCES, financebench_pdf
 from ragbench.datasets.stats import summarize
-from ragbench.errors import ConfigError, RagbenchError
+from ragbench.errors import ConfigError, RagbenchError, coded
 from ragbench.preview import preview, render
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf" / "dataset"
@@ -92,7 +92,7 @@ def _download_all(args: argparse.Namespace) -> int:
             if cmd_download(one) != 0:
                 failed.append(name)
         except RagbenchError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {coded(exc)}", file=sys.stderr)
             failed.append(name)
     if failed:
         print(f"download all: {len(failed)} of {len(ALL)} failed ({', '.join(failed)}); fix the lines above "
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except RagbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {coded(exc)}", file=sys.stderr)
         return 1
 
 

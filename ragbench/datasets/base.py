@@ -14,10 +14,12 @@ from typing import Any
 from ragbench.datasets.checks import check_documents, unique_ids, usable_queries
 from ragbench.datasets.download import ensure_downloaded
 from ragbench.datasets.limits import DEFAULT_MAX_DECOMPRESSED_MB, DEFAULT_MAX_DOCUMENT_MB, Limits
+from ragbench.datasets.openviking_sampling import check_preset
 from ragbench.datasets.reader import FileReader, download_hint, require
 from ragbench.datasets.sampling import check_max_queries, check_spec, sample
 from ragbench.datasets.sources import SOURCES
 from ragbench.errors import ConfigError, DatasetError
+from ragbench.protocols import AnswerPostprocessor
 from ragbench.reuse import LAST, file_signature
 from ragbench.types import Document, EvalSet, Query
 
@@ -77,8 +79,10 @@ class BaseAdapter:
         max_queries: int | None = None,
         stratify: bool = False,
         seed: int = 42,
+        sampling: str | None = None,
         max_document_mb: float = DEFAULT_MAX_DOCUMENT_MB,
         max_decompressed_mb: float = DEFAULT_MAX_DECOMPRESSED_MB,
+        postprocess: AnswerPostprocessor | None = None,
     ) -> None:
         if variant not in VARIANTS:
             raise ConfigError(f"dataset.variant={variant!r} is not valid; choose one of {list(VARIANTS)}")
@@ -92,8 +96,15 @@ class BaseAdapter:
         self.max_queries = max_queries
         self.stratify = stratify
         self.seed = seed
+        check_preset(sampling, dataset=name, num_docs=num_docs, sample_size=sample_size)
+        self.sampling = sampling  # a preset (sampling=openviking: ragbench.datasets.openviking_sampling) or None
         self.limits = Limits(max_document_mb=max_document_mb, max_decompressed_mb=max_decompressed_mb)
         self.id_files: dict[str, str] = {}  # "document"/"question" -> the file its ids come from (set by _read)
+        # the answer post-processing hook the pipeline applies before scoring (dataset.postprocess: a _target_)
+        if postprocess is not None and not isinstance(postprocess, AnswerPostprocessor):
+            raise ConfigError(f"dataset.postprocess is {type(postprocess).__name__}, not an answer post-processor; "
+                              "fix: give a _target_ such as ragbench.datasets.postprocess.NumberNormalizer")
+        self.postprocess = postprocess
 
     def root(self) -> Path:
         """Where the files are read from: dataset.path, the download cache, or the bundled sample."""
@@ -123,6 +134,7 @@ class BaseAdapter:
             "num_docs": self.num_docs, "sample_size": self.sample_size,
             "stratify": self.stratify, "seed": self.seed,
             **({"max_queries": self.max_queries} if self.max_queries is not None else {}),
+            **({"sampling": self.sampling} if self.sampling is not None else {}),
         }
 
     def extra_tags(self) -> dict[str, str]:
@@ -165,7 +177,7 @@ class BaseAdapter:
                 fix="write questions into dataset.qa_file" if self.own_files else
                 "check dataset.path and the split/category options",
             )
-        docs, queries = sample(docs, queries, **self.sampling_spec(), dataset=self.name)
+        docs, queries = sample(docs, queries, **self.sampling_spec(), dataset=self.name, root=reader.root)
         spec = {"dataset": self.name, "read": self.read_spec(), "sampling": self.sampling_spec()}
         return EvalSet(
             name=self.name,

@@ -3,7 +3,8 @@ becomes one question (docs/conversations.md).
 
 A turn is a question line of its own (``question``, ``answers``, ``evidence``, ``doc_ids``,
 ``question_type``, ``answerable``) plus optional ``turn`` (its 1-based index, checked: turns are listed in
-order) and ``tags`` (strings; ``followup`` marks a follow-up for the ``by_followup/*`` groups). Its question
+order) and ``tags`` (an object of strings; ``followup`` marks a follow-up for the ``by_followup/*`` groups; a
+list of strings is free labels, as on a question line: ``by_tag/*``). Its question
 id is ``<conversation id>#<turn>``, stable across runs, so ``compare`` pairs the turns of two runs; the
 earlier turns, oldest first, are its history (each with its first reference answer).
 """
@@ -69,7 +70,10 @@ def parse_conversation(row: dict[str, Any], line: int, seen: dict[str, int], par
             raise DatasetError(f"turns out of order: turn {given!r} is listed at place {index}", dataset=dataset,
                                file=file, record=twhere, field="turn",
                                fix="list the turns in order (1, 2, 3, ...), or leave out their turn numbers")
-        tags = _tags(turn.get("tags"), dataset=dataset, file=file, where=twhere)
+        tags: dict[str, str] = {}
+        if not isinstance(turn.get("tags"), list):  # a list: free labels (by_tag/*), read as on a question line
+            tags = _tags(turn.get("tags"), dataset=dataset, file=file, where=twhere)
+            turn = {k: v for k, v in turn.items() if k != "tags"}
         parsed = parse_row(turn, twhere, turn_qid(conv, index), dataset=dataset, file=file)
         out.append(dataclasses.replace(parsed, conversation=conv, turn=index, history=tuple(history),
                                        meta={**parsed.meta, **tags}))

@@ -155,8 +155,33 @@ def parse_row(row: Any, where: str, qid: str, *, dataset: str, file: str) -> Raw
         qid=qid, question=question,
         answers=tuple(str(a) for a in answers) or ((NOT_MENTIONED,) if not answerable else ()),
         question_type=str(qtype), answerable=answerable, evidence=tuple(evidence),
-        docs=tuple(str(d) for d in docs), where=where, meta={},
+        docs=tuple(str(d) for d in docs), where=where, meta=case_fields(row, where, dataset=dataset, file=file),
     )
+
+
+CASE_FIELDS = {  # optional fields of a QA line kept in the question's meta: the fix each wrong type names
+    "tags": 'write "tags": ["label", ...] (strings: by_tag/<tag>/* metrics split on them)',
+    "citation_required": 'write "citation_required": true or false (true: answer/citation_missing is scored)',
+    "options": 'write "options": ["first option", "second option", ...] (strings; A, B, ... in that order)',
+}
+
+
+def case_fields(row: dict[str, Any], where: str, *, dataset: str, file: str) -> dict[str, Any]:
+    """``tags`` (a list of strings), ``citation_required`` (true/false) and ``options`` (a multiple-choice
+    question's options, a list of strings) of a QA line, as given; a wrong type is a DatasetError naming the
+    file, the line and the field."""
+    out: dict[str, Any] = {}
+    for key, fix in CASE_FIELDS.items():
+        if row.get(key) is None:
+            continue
+        value = row[key]
+        ok = (isinstance(value, bool) if key == "citation_required" else
+              isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value))
+        if not ok:
+            raise DatasetError(f"{key} has the wrong type, found {_short(value)}", dataset=dataset, file=file,
+                               record=where, field=key, fix=fix)
+        out[key] = tuple(v.strip() for v in value) if isinstance(value, list) else value
+    return out
 
 
 def parse_easyrag(data: Any, *, dataset: str, file: str) -> list[RawQA]:

@@ -19,7 +19,9 @@ import logging
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
+from ragbench.datasets import openviking_sampling
 from ragbench.errors import ConfigError
 from ragbench.types import Document, Query
 
@@ -144,10 +146,13 @@ def sample(
     seed: int,
     dataset: str = "dataset",
     max_queries: int | None = None,
+    sampling: str | None = None,
+    root: Path | None = None,
 ) -> tuple[list[Document], list[Query]]:
     """Applies the sampling spec (see the module docstring). Seeded, deterministic, order-keeping.
     ``max_queries=N`` then keeps the first N remaining questions in file order (OpenViking's
-    ``max_queries``); the corpus stays whole.
+    ``max_queries``); the corpus stays whole. ``sampling="openviking"`` takes the benchmark suite's own
+    subset of the files under ``root`` instead (``ragbench.datasets.openviking_sampling``).
 
     Asking for more than there is keeps everything, with a warning that gives the real count.
     """
@@ -160,7 +165,9 @@ def sample(
     if sample_size is not None and sample_size > len(queries):
         log.warning("%s: dataset.sample_size=%d but the dataset has only %d questions; using all %d",
                     dataset, sample_size, len(queries), len(queries))
-    if num_docs is not None and num_docs < len(docs):
+    if sampling is not None and root is not None:
+        docs, queries = openviking_sampling.apply(dataset, root, docs, queries)
+    elif num_docs is not None and num_docs < len(docs):
         keep = _pick_docs(docs, queries, num_docs, stratify, rng)
         docless = [q.qid for q in queries if not q.doc_ids]
         share = set(rng.sample(docless, round(len(docless) * len(keep) / len(docs))))

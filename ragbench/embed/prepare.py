@@ -18,7 +18,7 @@ from typing import NoReturn
 from ragbench.embed import auto
 from ragbench.embed.onnx_backend import exported_model, require_runtime
 from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder
-from ragbench.errors import ConfigError, RagbenchError
+from ragbench.errors import ConfigError, RagbenchError, coded
 
 PROG = "python -m ragbench.embed"
 USAGE = f"{PROG} prepare [embedder.K=V]"
@@ -117,10 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         line = prepare(args.overrides)
     except ConfigError as exc:
-        print(f"ragbench.embed: {exc}", file=sys.stderr)
+        print(f"ragbench.embed: {coded(exc)}", file=sys.stderr)
         return 2
     except RagbenchError as exc:  # one line: a message's "\n  fix: ..." joins it
-        print(f"ragbench.embed: {' '.join(part.strip() for part in str(exc).splitlines())}", file=sys.stderr)
+        print(f"ragbench.embed: {' '.join(part.strip() for part in coded(exc).splitlines())}", file=sys.stderr)
         return 1
     _say(f"ready in {time.monotonic() - start:.0f} s: {line}")
     return 0

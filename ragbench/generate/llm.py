@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragbench.generate.citations import parse_citations
+from ragbench.generate.citations import cited_sentences, parse_citations
 from ragbench.generate.prompts import AnswerPrompt, load_answer_prompt
 from ragbench.llm.endpoint import LLMEndpoint
 from ragbench.types import Answer, Context, Query
@@ -62,5 +62,6 @@ class LLMGenerator:
         reply = self.client.complete(messages)
         text, citations = parse_citations(reply.text, len(contexts))
         return Answer(
-            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations
+            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations,
+            cited=cited_sentences(reply.text, len(contexts)),
         )

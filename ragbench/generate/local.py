@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ragbench.generate.citations import parse_citations
+from ragbench.generate.citations import cited_sentences, parse_citations
 from ragbench.generate.prompts import AnswerPrompt, load_answer_prompt
 from ragbench.llm.local.client import LLMContextError, LocalClient
 from ragbench.session import LEDGER
@@ -152,5 +152,6 @@ class LocalGenerator:
         reply = self.client.complete(self.prompt.messages(query, kept, dataset=self.dataset))
         text, citations = parse_citations(reply.text, len(kept))
         return Answer(
-            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations
+            text=text, model=self.model, latency_s=reply.latency_s, usage=reply.usage, citations=citations,
+            cited=cited_sentences(reply.text, len(kept)),
         )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ragbench import offline, session
 from ragbench.budget import Budget
 from ragbench.cache.replies import reply_store
-from ragbench.errors import ConfigError, JobFailedError, RagbenchError
+from ragbench.errors import ConfigError, JobFailedError, RagbenchError, coded, described
 from ragbench.identity import job_hash
 from ragbench.judge.build import build_judges
 from ragbench.judge.calibrate import calibrate
@@ -198,7 +198,7 @@ def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, recor
     """The record's end into its file and into MLflow (``run.json`` and ``cases.jsonl``; a failure's error as
     its ``ragbench.error`` tag, as a job's), then the run's status. A FINISHED run whose record cannot be
     logged ends FAILED and raises (one line)."""
-    text = None if error is None else f"{type(error).__name__}: {error}"
+    text = None if error is None else described(error)  # [RB-...] Class: message, as a job's
     record = record if text is None else failed(record, text, {})
     lost: Exception | None = None
     try:
@@ -208,7 +208,7 @@ def _end(tracker: MlflowTracker, run_id: str, writer: RecordWriter | None, recor
     except Exception as exc:  # noqa: BLE001 - the run's failure, said on its status
         lost = exc
     if ERROR_TAG in record.tags or lost is not None:
-        log_failure(tracker, run_id, record, scored=True, sink_error=None if lost is None else str(lost))
+        log_failure(tracker, run_id, record, scored=True, sink_error=None if lost is None else described(lost))
     tracker.end_run(run_id, "FAILED" if lost is not None else status)
     if lost is not None:
         if status == "FINISHED":
@@ -248,13 +248,13 @@ def calibrate_command(args: Sequence[str]) -> int:
                 session.current().parents.opened(f"calibration {stamp}", parent, tracker)  # closed on any way out
             tracker, _ = run_one(number, job, positional[0], parent, tracker)
         except ConfigError as exc:
-            print(f"ragbench.judge: {exc}", file=sys.stderr)
+            print(f"ragbench.judge: {coded(exc)}", file=sys.stderr)
             if parent is not None and tracker is not None:
                 session.current().parents.closing(parent)
                 tracker.end_run(parent, "FAILED")
             return 2
         except RagbenchError as exc:
-            print(f"ragbench.judge: configuration #{number} ({' '.join(job)}) failed: {exc}", file=sys.stderr)
+            print(f"ragbench.judge: configuration #{number} ({' '.join(job)}) failed: {coded(exc)}", file=sys.stderr)
             failed += 1
     if parent is not None and tracker is not None:
         session.current().parents.closing(parent)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ragbench.judge import (
     asking,
+    citations,
     claims,
     context,
     conversation,
@@ -22,6 +23,7 @@ from ragbench.judge import (
     retrieval,
     rubrics,
     scorers,
+    semantic,
     squad,
 )
 from ragbench.judge.locomo_f1 import SCORED_ON
@@ -31,7 +33,7 @@ from ragbench.protocols import Judge
 from ragbench.types import CaseResult
 
 _COUNT = "a count over the job's cases"
-_GROUP = re.compile(r"^by_(?:type|difficulty|turn|followup)/[^/]+/")
+_GROUP = re.compile(r"^by_(?:type|difficulty|tag|turn|followup)/[^/]+/")
 _P = "the {}th percentile over the successful cases (ms)"
 # what ``summarize`` adds beside the per-case means (the token and cost totals are ragbench.budget's)
 METRICS: dict[str, MetricInfo] = {
@@ -87,7 +89,7 @@ METRICS: dict[str, MetricInfo] = {
 CASE_METRICS: dict[str, MetricInfo] = merge(
     squad.METRICS, locomo_f1.METRICS, refusal.METRICS, rubrics.METRICS, reference_free.METRICS,
     reference_free.FAILED, claims.METRICS, asking.METRICS, retrieval.METRICS, document.METRICS, context.METRICS,
-    hops.METRICS, mlflow_scorers.METRICS)
+    hops.METRICS, mlflow_scorers.METRICS, semantic.METRICS, citations.METRICS)
 DECLARED: dict[str, MetricInfo] = merge(CASE_METRICS, METRICS, scorers.METRICS)
 # each LLM judge score's per-case failure key (1 when the case got no parsable verdict for it)
 FAILED_BY: dict[str, str] = {**rubrics.FAILED_BY, **reference_free.FAILED_BY, **claims.FAILED_BY}
@@ -224,7 +226,8 @@ def summarize(cases: Sequence[CaseResult], keys: Sequence[str] | None = None) ->
 
 def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict[str, float]:
     """Overall metrics plus ``by_type/<type>/<metric>`` for every question type (and
-    ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``; ``by_turn/<n>/<metric>``,
+    ``by_difficulty/<level>/<metric>`` when questions carry a ``difficulty``, ``by_tag/<tag>/<metric>`` per
+    tag of the questions' ``tags``; ``by_turn/<n>/<metric>``,
     ``by_followup/<mark>/<metric>`` and ``conversation/*`` for conversations' turns); ``declared`` score
     keys (see ``score_keys``) are reported as 0 by a group whose every case failed."""
     keys = sorted({k for c in cases for k in c.scores} | set(declared))
@@ -236,8 +239,12 @@ def aggregate(cases: Sequence[CaseResult], declared: Iterable[str] = ()) -> dict
     for c in cases:
         if c.query.meta.get("difficulty") not in (None, ""):
             by_difficulty[metric_name(str(c.query.meta["difficulty"]))].append(c)
+    by_tag: dict[str, list[CaseResult]] = defaultdict(list)  # the custom format's `tags`: a case counts in each
+    for c in cases:
+        for tag in dict.fromkeys(metric_name(str(t)) for t in c.query.meta.get("tags") or ()):
+            by_tag[tag].append(c)
     out.update(conversation.conversation_metrics(cases))  # conversation/*: only where cases are turns
-    for family, groups in (("by_type", by_type), ("by_difficulty", by_difficulty),
+    for family, groups in (("by_type", by_type), ("by_difficulty", by_difficulty), ("by_tag", by_tag),
                            *conversation.turn_groups(cases)):  # by_turn/*, by_followup/*: conversations' turns
         for name, group in sorted(groups.items()):
             for key, value in summarize(group, keys).items():

@@ -16,6 +16,10 @@ A = the answer's claims, G = the gold answer's claims, "in X" = judged supported
 A key whose denominator is empty is absent (an answer without claims has no precision); a malformed
 reply is asked again ``parse_retries`` times, then counted in ``judge/claims/judge_failed`` and the keys
 that needed it are absent. Unanswerable questions (no gold) get the answer-side keys only.
+
+``citation_support``: each sentence of the answer that cites contexts (``Answer.cited``) is checked as one
+claim against the contexts it cites; the share judged supported (the LLM variant of the lexical
+``answer/citation_support_rate``, ``ragbench.judge.citations``); absent when the answer cites nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragbench.judge.asking import Tally, ask, asking_endpoint, esc, load_prompts, references
+from ragbench.judge.citations import CLAIMS_KEY as CITATION_KEY
 from ragbench.judge.parsing import claims_parser, verdicts_parser
 from ragbench.judge.reference_free import PROMPT_KIND, VARIABLES, numbered_claims
 from ragbench.llm.endpoint import LLMEndpoint
@@ -56,7 +61,7 @@ METRICS = {
 }
 
 # every claim key rests on the same chain of asks: its failure key is the judge's (judge/claims/judge_failed)
-FAILED_BY = {f"{PREFIX}/{k}": f"{PREFIX}/judge_failed" for k in KEYS}
+FAILED_BY = {f"{PREFIX}/{k}": f"{PREFIX}/judge_failed" for k in (*KEYS, "citation_support")}
 
 
 def claim_metrics(answer_in_gold: Sequence[int] | None, answer_in_context: Sequence[int] | None,
@@ -100,7 +105,7 @@ class ClaimJudge:
         self.model, self.parse_retries = str(ep.model), parse_retries
         self.prompt_set = load_prompts(prompts, kind=PROMPT_KIND, variables=VARIABLES)
         self.identity = (f"claim-judge:{self.model}(prompts={self.prompt_set.hash},temperature={ep.temperature},"
-                         f"max_tokens={ep.max_tokens},parse_retries={parse_retries})")
+                         f"max_tokens={ep.max_tokens},parse_retries={parse_retries},citations=1)")
         self.client = ep.client()
 
     @property
@@ -133,6 +138,9 @@ class ClaimJudge:
                     p.messages("claim_check", references=references([_as_context("gold answer", gold)]), claims=one),
                     p.messages("claim_check", references=references(contexts), claims=one),
                     p.messages("claim_check", references=references([_as_context("answer", answer.text)]), claims=one)]
+        for sentence, numbers in answer.cited:  # the citation support check: one per cited sentence
+            out.append(p.messages("claim_check", references=references(cited_contexts(contexts, numbers)),
+                                  claims=numbered_claims([sentence])))
         return out
 
     def judge(self, query: Query, contexts: Sequence[Context], answer: Answer) -> dict[str, float]:
@@ -166,10 +174,31 @@ class ClaimJudge:
             if a_claims == [] and g_claims:
                 g_ans = [0] * len(g_claims)  # an answer without claims covers none of the gold's
         out = claim_metrics(a_gold, a_ctx, g_ans, g_ctx)
+        cited = self._citations(answer, contexts, tally)
+        if any(v is not None for v in cited):
+            checked = [v for v in cited if v is not None]
+            out[CITATION_KEY] = sum(checked) / len(checked)
         out.update(tally.scores())
         notes = {"answer_claims": a_claims, "answer_in_gold": a_gold, "answer_in_context": a_ctx,
-                 "gold_claims": g_claims, "gold_in_answer": g_ans, "gold_in_context": g_ctx}
+                 "gold_claims": g_claims, "gold_in_answer": g_ans, "gold_in_context": g_ctx,
+                 **({"cited_sentences": [s for s, _ in answer.cited], "cited_supported": cited} if cited else {})}
         return out, {"claims": notes}
+
+
+    def _citations(self, answer: Answer, contexts: Sequence[Context], tally: Tally) -> list[int | None]:
+        """Per cited sentence: 1 when the judge finds it supported by the contexts it cites (checked as one
+        claim against them), 0 when not, None when the check failed or it cites no given context."""
+        out: list[int | None] = []
+        for sentence, numbers in answer.cited:
+            against = cited_contexts(contexts, numbers)
+            verdict = self._check([sentence], against, tally) if against else None
+            out.append(verdict[0] if verdict else None)
+        return out
+
+
+def cited_contexts(contexts: Sequence[Context], numbers: Sequence[int]) -> list[Context]:
+    """The contexts the 1-based ``numbers`` name (numbers outside them left out)."""
+    return [contexts[n - 1] for n in numbers if 1 <= n <= len(contexts)]
 
 
 def _as_context(title: str, text: str) -> Context:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ragbench import repeats
 from ragbench.cache.keys import reply_key
 from ragbench.cache.mode import CacheMode
 from ragbench.cache.replies import job_store
@@ -58,6 +59,8 @@ T = TypeVar("T")
 Message = Mapping[str, str]
 PREFLIGHT_PROMPT = "Reply with the single word OK."
 PREFLIGHT = "preflight"  # the key_extra that marks the preflight probe
+# repeats=N: the param naming the case repeat a request belongs to (judge.repeats' own is ``repeat``)
+REPEAT = "case_repeat"
 JOB_STORE = object()  # LLMClient(cache=...) default: the job's store (ragbench.cache.replies)
 
 
@@ -165,6 +168,8 @@ class LLMClient:
             kwargs["max_tokens"] = self.max_tokens
         if response_format is not None:
             kwargs["response_format"] = dict(response_format)
+        if REPEAT in params:  # repeats=N: each repeat samples with its own seed
+            kwargs["seed"] = int(params["seed"])
         text, usage, attempts = self._call(
             self._booking_timeouts(lambda lib, extra: lib.completion(**kwargs, **extra),
                                    lambda: estimated_usage(model=self.model, messages=msgs)),
@@ -244,6 +249,8 @@ class LLMClient:
             body["max_tokens"] = self.max_tokens
         if request.get("response_format") is not None:
             body["response_format"] = dict(request["response_format"])
+        if REPEAT in request["params"]:  # repeats=N: the repeat's seed (ragbench.repeats)
+            body["seed"] = int(request["params"]["seed"])
         return body
 
     def cached(self, messages: Sequence[Message], *, key_extra: Mapping[str, Any] | None = None,
@@ -347,6 +354,8 @@ class LLMClient:
         msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         params.update(key_extra or {})
+        if (rep := repeats.current()) is not None:  # repeats=N: the repeat's index and seed (ragbench.repeats)
+            params.update({REPEAT: rep[0], "seed": rep[1]})
         request = {"model": self.model, "api_base": self.api_base, "messages": msgs, "params": params}
         if response_format is not None:
             request["response_format"] = json.loads(json.dumps(response_format, sort_keys=True))

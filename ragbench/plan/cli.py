@@ -19,7 +19,7 @@ from typing import Any
 
 from ragbench import redact
 from ragbench.build import build
-from ragbench.errors import RagbenchError
+from ragbench.errors import RagbenchError, coded
 from ragbench.llm.loader import litellm
 from ragbench.plan import sample_size
 from ragbench.plan.predict import JobPlan, predict
@@ -179,7 +179,7 @@ def main(argv: Sequence[str], json_path: str | None) -> int:
     try:
         plan = make_plan(argv)
     except RagbenchError as exc:
-        print(f"ragbench plan: {exc}", file=sys.stderr)
+        print(f"ragbench plan: {coded(exc)}", file=sys.stderr)
         return 1
     render(plan)
     if json_path:

@@ -181,10 +181,11 @@ def predict(job: str, c: Components, cache: StageCache, rates: Mapping[str, Mapp
     gbill = plan.roles.setdefault("generation", RoleBill(model=gen.model)) if isinstance(gen, PromptedGenerator) else None
     judges = {n: j for n, j in c.judges.items() if isinstance(j, PromptedJudge)}
     jbill = RoleBill(model=",".join(sorted({j.model for j in judges.values()})))
-    for i, q in enumerate(queries):
+    runs = range(c.repeats.n) if c.repeats.on else (None,)  # repeats=N: each question answered and judged N times
+    for r, (i, q) in ((r, iq) for r in runs for iq in enumerate(queries)):
         contexts = real[i] if real is not None else estimate
         answer: Answer | None = None
-        akey = keys.answer_key(gen.identity, q, contexts) if real is not None else ""
+        akey = keys.answer_key(gen.identity, q, contexts, repeat=r) if real is not None else ""
         if akey and cache.reads:
             answer = cache.get_record("answers", akey, parse=answer_from)
         if gbill is not None:

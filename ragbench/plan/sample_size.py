@@ -35,7 +35,7 @@ from ragbench.compare.power import (
 )
 from ragbench.compare.runcases import RunCases
 from ragbench.compare.select import find_runs, load_cases, open_store
-from ragbench.errors import ConfigError, RagbenchError
+from ragbench.errors import ConfigError, RagbenchError, coded
 from ragbench.tracking.run_names import job_labels
 from ragbench.tracking.store import os_reason, tracking_defaults
 
@@ -226,7 +226,7 @@ def main(given: dict[str, str], json_path: str | None) -> int:
         runs, first_is_baseline, what = load_pilot(opts["pilot"])
         metric, rows = needs(runs, opts, first_is_baseline=first_is_baseline)
     except RagbenchError as exc:
-        print(f"ragbench plan: {exc}", file=sys.stderr)
+        print(f"ragbench plan: {coded(exc)}", file=sys.stderr)
         return 1
     except Exception as exc:
         from mlflow.exceptions import MlflowException  # imported by then: the store was opened

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ragbench import repeats
 from ragbench.cache.replies import job_store
 from ragbench.cache.store import StageCache
 from ragbench.errors import ConfigError, LLMError
@@ -117,7 +118,9 @@ class SystemClient:
         ``system.timeout`` is a deadline for each whole attempt (``ragbench.llm.deadline``): ``send``
         runs in a worker thread and the attempt fails with LLMTimeoutError when it passes."""
         qid = str(ask["qid"])
-        request = {"model": identity, "api_base": None, "ask": dict(ask)}
+        request: dict[str, Any] = {"model": identity, "api_base": None, "ask": dict(ask)}
+        if (rep := repeats.current()) is not None:  # repeats=N: each repeat asks again (ragbench.repeats)
+            request["repeat"] = rep[0]
         hit = self.cache.get(KIND, request, lambda e: isinstance(e.get("record"), dict)) if self.cache else None
         if hit is not None:
             try:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragbench import repeats
 from ragbench.errors import ConfigError
 from ragbench.metric_info import MetricInfo
 from ragbench.systems.matching import ContextMatcher, ranked_hits, total_counts
@@ -227,7 +228,10 @@ class SystemGenerator:
         self.model = self.identity
 
     def answer(self, query: Query, contexts: Sequence[Context]) -> Answer:
-        if self.own:
+        rep = repeats.current()
+        if self.own and rep is not None and rep[0] > 0:  # repeats=N: asked again; retrieval is the first ask's
+            record = self.source.record(query)
+        elif self.own:
             matched = _outcome(self.source, query).matched
             assert matched is not None
             record = matched.record

@@ -138,7 +138,8 @@ def job_summary(*, title: str, metrics: Mapping[str, float], fingerprints: Mappi
         for row in judged:
             judges.add_row(*row)
         console.print(judges)
-    for family, what, first in (("by_type", "question type", "type"), ("by_turn", "conversation turn", "turn")):
+    for family, what, first in (("by_type", "question type", "type"), ("by_tag", "tag", "tag"),  # tags: custom sets
+                                ("by_turn", "conversation turn", "turn")):
         types = sorted({k.split("/")[1] for k in metrics if k.startswith(f"{family}/")})
         if not types:  # by_turn: only a dataset of conversations (ragbench.judge.conversation)
             continue

@@ -86,7 +86,7 @@ def test_a_job_waiting_on_a_held_lock_fails_with_the_holder_named(tmp_path, hold
 
     client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
     (run,) = client.search_runs([client.get_experiment_by_name("ragbench").experiment_id])
-    assert run.info.status == "FAILED" and run.data.tags["ragbench.error"].startswith("CacheLockTimeout")
+    assert run.info.status == "FAILED" and run.data.tags["ragbench.error"].startswith("[RB-CACHE-002] CacheLockTimeout")
 
 
 # ------------------------------------------------------------------ read_only and the LLM response cache
@@ -151,11 +151,12 @@ def test_a_library_upgrade_rebuilds_vectors_and_pays_no_llm_call(tmp_path, serve
     server.reset()
     first, _ = run_job([*_llm_job(server, cache_dir), *dense], tmp_path)
     assert first.info.status == "FINISHED" and server.count == 1 + 3  # the preflight, then one call per case
+    import ragbench.cache.documents as documents
     import ragbench.cache.keys as keys
     import ragbench.pipeline as pipeline
 
     real = pipeline.library_versions
-    for module in (pipeline, keys):  # every module that puts library versions into a cache key
+    for module in (pipeline, keys, documents):  # every module that puts library versions into a cache key
         monkeypatch.setattr(module, "library_versions", lambda: {**real(), "numpy": "99.0.0"})
     server.reset()
     upgraded, _ = run_job([*_llm_job(server, cache_dir), *dense], tmp_path)

@@ -123,7 +123,7 @@ def test_index_built_with_other_settings_is_refused(tmp_path):
     failed = client.search_runs([client.get_experiment_by_name("ragbench").experiment_id],
                                 filter_string="attributes.status = 'FAILED'")
     error = failed[0].data.tags["ragbench.error"]
-    assert error.startswith("IndexMismatchError") and "sentence-transformers" in error
+    assert error.startswith("[RB-INDEX-001] IndexMismatchError") and "sentence-transformers" in error
     assert "0.0.1" in error and "cache.mode=refresh" in error
     run, _ = run_job([*overrides, "resume=false", "retrieval.topk=20", "cache.mode=refresh"], tmp_path)  # the advertised fix works
     assert run.info.status == "FINISHED"

@@ -206,7 +206,7 @@ def test_every_case_failing_fails_the_job_with_scores_logged_as_zero(server, tmp
     run = _failed_run(server, tmp_path, f"all{status}", "llm.num_retries=0", "llm.max_consecutive_failures=0")
     assert run.info.status == "FAILED"
     error = run.data.tags["ragbench.error"]
-    assert error.startswith("JobFailedError: 8 of 8 cases failed") and "max_failure_rate=0.5" in error
+    assert error.startswith("[RB-JOB-001] JobFailedError: 8 of 8 cases failed") and "max_failure_rate=0.5" in error
     assert "\n" not in error
     for key in SCORES:
         assert run.data.metrics[key] == 0.0, key
@@ -228,7 +228,7 @@ def test_a_refused_key_fails_the_job_at_the_preflight(server, tmp_path):
     server.rule = lambda body: Step(status=401)
     run = _failed_run(server, tmp_path, "auth")
     assert run.data.tags["ragbench.error"].startswith(
-        "LLMAuthError: preflight request before the case loop failed: llm model 'openai/gen-auth'")
+        "[RB-LLM-006] LLMAuthError: preflight request before the case loop failed: llm model 'openai/gen-auth'")
     assert server.count == 1  # one request, not one per case
     assert run.data.metrics["answer/f1"] == 0.0 and run.data.metrics["judge/accuracy"] == 0.0
 
@@ -237,7 +237,7 @@ def test_the_breaker_stops_the_case_loop_after_consecutive_auth_failures(server,
     server.rule = lambda body: Step(status=401) if question_of(body) else None  # the key is revoked mid-run
     run = _failed_run(server, tmp_path, "breaker", "llm.max_concurrency=1", "llm.max_consecutive_failures=3")
     error = run.data.tags["ragbench.error"]
-    assert error.startswith("LLMCircuitOpenError: llm model 'openai/gen-breaker' at " + server.url)
+    assert error.startswith("[RB-LLM-010] LLMCircuitOpenError: llm model 'openai/gen-breaker' at " + server.url)
     assert "3 calls in a row failed (AuthenticationError" in error and "; fix: export a valid key" in error
     assert server.count == 2 + 3  # the preflights, then three refused calls; the other cases are not run
     assert run.data.metrics["cases/failed"] == N and run.data.metrics["answer/f1"] == 0.0

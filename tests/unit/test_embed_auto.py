@@ -120,11 +120,11 @@ def test_the_backend_tag_says_what_encoded_and_why():
     ([], "ragbench.embed: the following arguments are required: command; "
          "fix: python -m ragbench.embed prepare [embedder.K=V]"),
     (["prepare", "dataset=qasper"],
-     "ragbench.embed: 'dataset=qasper' is not an embedder.* override; fix: drop it"),
-    (["prepare", "embedder.nope=1"], "ragbench.embed: Could not override 'embedder.nope'; "
+     "ragbench.embed: [RB-CONFIG-001] 'dataset=qasper' is not an embedder.* override; fix: drop it"),
+    (["prepare", "embedder.nope=1"], "ragbench.embed: [RB-CONFIG-001] Could not override 'embedder.nope'; "
                                      "fix: python -m ragbench.embed prepare [embedder.K=V]"),
     (["prepare", "embedder.backend=tensorrt"],
-     "ragbench.embed: embedder.backend='tensorrt' is not one of auto, torch, onnx, openvino"),
+     "ragbench.embed: [RB-CONFIG-001] embedder.backend='tensorrt' is not one of auto, torch, onnx, openvino"),
 ])
 def test_prepare_answers_bad_input_with_one_line_and_exit_2(argv, line, capsys):
     try:

@@ -188,7 +188,7 @@ def test_a_build_error_in_a_sweep_is_a_failed_run_with_its_config_and_no_scores(
     got = job.run(_finish, ConfigError("retrieval.topk=0: must be >= 1"))
     assert got is not None and math.isnan(got)
     assert tracker.ended == [("run-1", "FAILED")]
-    assert tracker.tags["ragbench.error"].startswith("ConfigError: retrieval.topk=0")
+    assert tracker.tags["ragbench.error"].startswith("[RB-CONFIG-001] ConfigError: retrieval.topk=0")
     assert tracker.params["dataset.name"] == "d" and not tracker.metrics
 
 

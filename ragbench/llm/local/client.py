@@ -19,7 +19,7 @@ from typing import Any
 from ragbench.cache.keys import reply_key
 from ragbench.errors import ConfigError, LLMError
 from ragbench.llm.batch import BatchReply
-from ragbench.llm.client import JOB_STORE, LLMClient, Message
+from ragbench.llm.client import JOB_STORE, REPEAT, LLMClient, Message
 from ragbench.llm.local.engine import LocalModel, load
 from ragbench.llm.local.runner import LocalRunner
 from ragbench.llm.local.source import resolve
@@ -113,7 +113,9 @@ class LocalClient(LLMClient):
     ) -> dict[str, Any]:
         request = super()._request(messages, key_extra, response_format)
         if self.temperature > 0:  # sampling: the nucleus and the seed shape the reply too
-            request["params"].update({"top_p": self.top_p, "seed": self.seed})
+            # repeats=N: the repeat's own seed (ragbench.repeats), set by LLMClient._request
+            request["params"].update({"top_p": self.top_p, "seed": request["params"].get("seed", self.seed)
+                                      if REPEAT in request["params"] else self.seed})
         return request
 
     def supports_response_format(self) -> bool:

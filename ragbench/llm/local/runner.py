@@ -73,7 +73,7 @@ class LocalRunner:
             replies, holds, seconds = self._batch(
                 f"generating a batch of {len(chunk)}", chunk, model.generate, [prompts[c] for c in chunk],
                 max_new_tokens=client.max_new_tokens, temperature=client.temperature, top_p=client.top_p,
-                seed=client.seed)
+                seed=batch_seed(client.seed, [bodies[c] for c in chunk]))
             LEDGER.generated(client.role, seconds, sum(r.completion_tokens for r in replies))
             self._keep(chunk, holds, [BatchReply(r.text, Usage(prompt_tokens=r.prompt_tokens,
                                                                 completion_tokens=r.completion_tokens))
@@ -137,7 +137,7 @@ class LocalRunner:
                 chosen, holds, seconds = self._batch(
                     f"scoring a batch of {len(chunk)} verdicts", chunk, model.choose,
                     [[*prompts[c], *how.prefix] for c in chunk], how.tokens, temperature=client.temperature,
-                    seed=client.seed)
+                    seed=batch_seed(client.seed, [bodies[c] for c in chunk]))
                 completion = len(how.prefix) + 2  # the forced prefix, the chosen value and the closing brace
                 LEDGER.generated(client.role, seconds, completion * len(chunk))
                 replies = [BatchReply(how.reply(index), Usage(prompt_tokens=len(prompts[cid]),
@@ -152,3 +152,13 @@ class LocalRunner:
                     how.graded.field,
                     seconds,
                 )
+
+
+def batch_seed(seed: int | None, bodies: Sequence[Mapping[str, Any]]) -> int | None:
+    """The seed a batch samples with: the client's, or under ``repeats=N`` the repeat's (each repeat is a wave
+    of its own, so a batch holds one repeat's requests; ragbench.repeats)."""
+    for body in bodies:
+        params = (body.get(REQUEST) or {}).get("params") or {}
+        if "case_repeat" in params and params.get("seed") is not None:  # ragbench.llm.client.REPEAT
+            return int(params["seed"])
+    return seed

@@ -193,7 +193,7 @@ def test_a_failed_calibration_logs_its_failed_record(llm_server, labels_file, tm
     assert run.info.status == "FAILED"
     record = RunRecord.from_json(_read(client, run, "run.json", tmp_path))
     assert record.kind == "calibration" and record.status == "FAILED"
-    assert record.error.startswith("JobFailedError: 0 parseable verdicts")
+    assert record.error.startswith("[RB-JOB-001] JobFailedError: 0 parseable verdicts")
     assert run.data.tags["ragbench.error"] == record.tags["ragbench.error"] == record.error  # as a job's
 
 

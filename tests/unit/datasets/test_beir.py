@@ -81,7 +81,7 @@ def test_download_offline_fails_in_one_error(tmp_path: Path, monkeypatch: pytest
     rc = main(["download", "beir/scifact", "--dest", str(tmp_path / "d"), "--retries", "1"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert err.startswith("error: dataset 'beir/scifact': could not download")
+    assert err.startswith("error: [RB-DATA-002] dataset 'beir/scifact': could not download")
     assert "Traceback" not in err and "fix: download https://public.ukp" in err
 
 

@@ -320,7 +320,7 @@ def _install(archive: Path, dest: Path, capsys: pytest.CaptureFixture[str]) -> s
     assert main(["download", "syllabusqa", "--zip", str(archive), "--dest", str(dest)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 2  # the error and its fix
-    assert err.startswith(f"error: dataset 'syllabusqa': {archive} ")
+    assert err.startswith(f"error: [RB-DATA-002] dataset 'syllabusqa': {archive} ")
     assert "fix: download https://codeload.github.com/umass-ml4ed/SyllabusQA/zip/" in err
     return err
 

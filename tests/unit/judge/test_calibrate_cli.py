@@ -44,6 +44,6 @@ def test_a_label_off_the_scale_is_a_usage_error_naming_file_and_line(
                     encoding="utf-8")
     assert main(["calibrate", str(path), *overrides, f"cache.dir={tmp_path / 'cache'}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ragbench.judge: labels file {path}, line 2: labels.faithfulness is {label}, but "
+    assert err.startswith(f"ragbench.judge: [RB-JUDGE-001] labels file {path}, line 2: labels.faithfulness is {label}, but "
                           f"{allowed}; fix: correct the label")
     assert err.count("\n") == 1 and not (tmp_path / "cache").exists()
