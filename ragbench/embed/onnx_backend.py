@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +70,12 @@ def _source_digest(source: str) -> Any:
 
 
 def export_key(source: str, revision: str, quantize: bool) -> str:
-    """The cache key of one export: weights, recipe, and the versions that shape the ONNX graph."""
-    import torch
-    import transformers
-
+    """The cache key of one export: weights, recipe, and the versions that shape the ONNX graph (read from the
+    installed packages' metadata, the strings ``torch.__version__`` and ``transformers.__version__`` hold:
+    importing torch for them cost a warm job that runs the export, never torch, about 2 CPU-s)."""
     return json_sha256({"stage": STAGE, "v": EXPORT_VERSION, "source": source, "weights": _source_digest(source),
                         "revision": revision, "quantize": bool(quantize), "opset": OPSET,
-                        "torch": torch.__version__, "transformers": transformers.__version__}, ascii=True)
+                        "torch": version("torch"), "transformers": version("transformers")}, ascii=True)
 
 
 def _export(source: str, folder: Path, quantize: bool) -> str:

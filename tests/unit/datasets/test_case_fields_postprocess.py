@@ -97,3 +97,13 @@ def test_hooks_by_target_chain_and_bad_config(tmp_path):
         CustomAdapter(name="custom", path=str(tmp_path), postprocess="numbers")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="choose text or letter"):
         MultipleChoice(to="number")
+
+
+@pytest.mark.parametrize("option,hook", [("number", NumberNormalizer), ("multiple_choice", MultipleChoice)])
+def test_the_postprocess_group_puts_its_hook_on_the_dataset(option, hook):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(version_base=None, config_module="ragbench.conf"):
+        cfg = compose("config", overrides=[f"postprocess={option}", "dataset=financebench"])
+        assert "postprocess" not in compose("config").dataset  # postprocess=none: the answer as generated
+    assert isinstance(instantiate(cfg.dataset).postprocess, hook)
