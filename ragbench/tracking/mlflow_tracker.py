@@ -89,6 +89,10 @@ def client_for(uri: str, connect_timeout_s: float = reach.CONNECT_TIMEOUT_S, *,
         return stores.clients[uri]
 
 
+# the unique-key error of a dataset row two processes inserted at once: sqlite's, PostgreSQL's (a team server)
+DATASET_RACE = ("UNIQUE constraint failed: datasets", 'unique constraint "dataset_pk"')
+
+
 class MlflowTracker:
     """Talks to MLflow through ``MlflowClient`` only (no global active run), so parallel jobs and the
     sweep callback never step on each other's state."""
@@ -190,7 +194,7 @@ class MlflowTracker:
         self.log_params(run_id, source.data.params)
         self._write(run_id, metrics=points)
         if source.inputs is not None and source.inputs.dataset_inputs:
-            self.client.log_inputs(run_id, datasets=list(source.inputs.dataset_inputs))
+            self._log_inputs(run_id, list(source.inputs.dataset_inputs))
         self._copy_artifacts(source, copy)
         self.end_run(run_id, "FINISHED", end_time=source.info.end_time)
         return run_id
@@ -363,16 +367,20 @@ class MlflowTracker:
             warnings.simplefilter("ignore", UserWarning)
             ds = from_pandas(pd.DataFrame(list(rows)), source=source, name=name, digest=digest[:36])
         inp = DatasetInput(ds._to_mlflow_entity(), tags=[InputTag(k, str(v)) for k, v in tags.items()])
+        self._log_inputs(run_id, [inp])
+
+    def _log_inputs(self, run_id: str, datasets: list[Any]) -> None:
+        """``log_inputs``, once more when another process logged the same dataset at that moment: MLflow
+        looks the row up, then inserts it, so of two jobs (a parallel launcher's, or sweeps sharing a team
+        server) the slower hits the unique key. The row then exists, and the second call links it."""
         from mlflow.exceptions import MlflowException
 
         try:
-            self.client.log_inputs(run_id, datasets=[inp])
+            self.client.log_inputs(run_id, datasets=datasets)
         except MlflowException as exc:
-            # Two jobs of a parallel launcher (joblib) logging the same dataset at once: MLflow looks the row
-            # up, then inserts it, so the slower one hits the unique key. The row now exists: log again.
-            if "UNIQUE constraint failed: datasets" not in str(exc):
+            if not any(s in str(exc) for s in DATASET_RACE):
                 raise
-            self.client.log_inputs(run_id, datasets=[inp])
+            self.client.log_inputs(run_id, datasets=datasets)
 
     def end_run(self, run_id: str, status: str, *, end_time: int | None = None) -> None:
         """FINISHED, FAILED or KILLED (at ``end_time``, ms since the epoch; default: now). A server that
