@@ -266,7 +266,8 @@ class Pipeline:
             adaptive=decided[i], route=routed.get(q.qid)) for i, q in enumerate(queries)])
         if c.repeats.on:  # repeats=N: generate and judge once per repeat, then each case merged (its record)
             results = run_repeats(c.repeats, runner, cases, partial(self._generate_rounds, wave, runner),
-                                  partial(self._wave_of, wave), list(c.judges.values()))
+                                  lambda name, parts, steps: self._wave(name, wave, parts, steps),
+                                  list(c.judges.values()))
             for case in results:
                 self.on_case(case, lookup)
         else:
@@ -345,10 +346,6 @@ class Pipeline:
             for i, case in zip(idx, done, strict=True):
                 out[i] = case
         return out
-
-    def _wave_of(self, wave: Wave | None, name: str, components: Iterable[Any], steps: list[Callable[[], T]]
-                 ) -> list[T]:
-        return self._wave(name, wave, components, steps)
 
     def _wave(self, name: str, wave: Wave | None, components: Iterable[Any], steps: list[Callable[[], T]],
               then: Callable[[int, T], None] | None = None) -> list[T]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragbench.cache.entries import corpus_digest, library_versions, load_vectors, save_vectors, texts_digest
+from ragbench.cache.files import MANIFEST
 from ragbench.cache.store import StageCache, make_key
 from ragbench.types import ChunkTree, Document
 
@@ -123,7 +124,7 @@ def _piece(cache: StageCache, piece: Piece, key: str, sha: str, *, chunker: Mapp
 def read_manifest(folder: Path) -> dict[str, Any]:
     """An entry folder's manifest ({} when unreadable)."""
     try:
-        value = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        value = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

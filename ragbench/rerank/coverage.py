@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ragbench.errors import ConfigError, RagbenchError
-from ragbench.rerank.mmr import _unit
+from ragbench.errors import RagbenchError
+from ragbench.rerank.mmr import check_lambda, unit_rows
 from ragbench.retrieval.tokenize import ENGLISH_STOPWORDS
 from ragbench.text import tokens
 from ragbench.types import ChunkTree, Hit, Query
@@ -63,12 +63,7 @@ class CoverageReranker:
     needs_votes = False
 
     def __init__(self, *, lambda_: float = 0.5) -> None:
-        if not 0.0 <= lambda_ <= 1.0:
-            raise ConfigError(
-                f"reranker.rerankers.coverage.lambda_={lambda_} is out of range; use 0 <= lambda_ <= 1 "
-                "(1 = pure relevance, 0 = pure diversity)"
-            )
-        self.lambda_ = float(lambda_)
+        self.lambda_ = check_lambda("coverage", lambda_)
 
     def rerank(
         self,
@@ -96,7 +91,7 @@ class CoverageReranker:
         scores = np.array([h.score for h in hits], dtype=np.float64)
         span = float(scores.max() - scores.min())
         relevance = (scores - scores.min()) / span if span > 0 else np.ones(len(hits))
-        docs = _unit(np.stack([np.asarray(chunk_vectors[h.chunk_id], dtype=np.float64) for h in hits]))
+        docs = unit_rows(np.stack([np.asarray(chunk_vectors[h.chunk_id], dtype=np.float64) for h in hits]))
         pairwise = docs @ docs.T
         lam = self.lambda_
         covered: set[int] = set()

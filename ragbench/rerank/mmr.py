@@ -10,9 +10,20 @@ from ragbench.errors import ConfigError, RagbenchError
 from ragbench.types import ChunkTree, Hit, Query
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Each row (or the vector) scaled to length 1; a zero row stays zero."""
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     return matrix / np.where(norms > 0, norms, 1.0)
+
+
+def check_lambda(option: str, lambda_: float) -> float:
+    """An MMR trade-off ``reranker.rerankers.<option>.lambda_`` in [0, 1]; a ConfigError naming it otherwise."""
+    if not 0.0 <= lambda_ <= 1.0:
+        raise ConfigError(
+            f"reranker.rerankers.{option}.lambda_={lambda_} is out of range; use 0 <= lambda_ <= 1 "
+            "(1 = pure relevance, 0 = pure diversity)"
+        )
+    return float(lambda_)
 
 
 class MMRReranker:
@@ -22,12 +33,7 @@ class MMRReranker:
     needs_votes = False
 
     def __init__(self, *, lambda_: float = 0.5) -> None:
-        if not 0.0 <= lambda_ <= 1.0:
-            raise ConfigError(
-                f"reranker.rerankers.mmr.lambda_={lambda_} is out of range; use 0 <= lambda_ <= 1 "
-                "(1 = pure relevance, 0 = pure diversity)"
-            )
-        self.lambda_ = float(lambda_)
+        self.lambda_ = check_lambda("mmr", lambda_)
 
     def rerank(
         self,
@@ -53,8 +59,8 @@ class MMRReranker:
                 f"MMRReranker: no vector for chunk(s) {missing[:3]} (query {query.qid}); "
                 "fix: the pipeline must pass vectors for every hit"
             )
-        docs = _unit(np.stack([np.asarray(chunk_vectors[h.chunk_id], dtype=np.float64) for h in hits]))
-        q = _unit(np.asarray(query_vector, dtype=np.float64).reshape(-1))
+        docs = unit_rows(np.stack([np.asarray(chunk_vectors[h.chunk_id], dtype=np.float64) for h in hits]))
+        q = unit_rows(np.asarray(query_vector, dtype=np.float64).reshape(-1))
         relevance = docs @ q
         pairwise = docs @ docs.T
         n = min(k, len(hits))
