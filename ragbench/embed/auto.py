@@ -32,7 +32,8 @@ from typing import Any
 
 from ragbench.cache.files import json_sha256
 from ragbench.cache.root import download_root
-from ragbench.embed.onnx_backend import export_key, exported_model, swap_in
+from ragbench.embed.batches import TorchEncoder
+from ragbench.embed.onnx_backend import encoder, export_key, exported_model
 from ragbench.errors import RagbenchError
 from ragbench.gc_tuning import long_lived
 
@@ -44,7 +45,8 @@ MIN_COSINE = 0.99999  # per vector, against torch's on the probe set
 CANDIDATES = ("openvino", "onnx")  # fastest first; torch is the fallback
 RUNTIMES = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "onnx")}
 STAGE = "backend_checks"  # <download root>/backend_checks/<key>.json: one verdict per file
-CHECK_VERSION = 1  # bump when the probe or the rule changes: every verdict is then measured again
+CHECK_VERSION = 2  # bump when the probe or the rule changes: every verdict is then measured again (2: the
+# exported model runs without sentence-transformers, so its tokenizer and pooling are checked too)
 
 # Short and long, plain and odd texts: one batch mixes lengths (padding) and the last two exceed the
 # model's 256 word pieces (truncation), so the check covers what encoding a corpus does.
@@ -123,7 +125,9 @@ def write_verdict(folder: Path, key: str, verdict: dict[str, Any]) -> None:
 
 
 def min_cosine(source: str, exported: Path, backend: str, max_seq_length: int | None) -> float:
-    """The smallest cosine between torch's vector and ``backend``'s of each probe text."""
+    """The smallest cosine between torch's vector and ``backend``'s of each probe text, both encoded as one
+    batch: the exported model as jobs run it (its own tokenizer, pooling and normalisation, no torch:
+    ragbench.embed.onnx_encoder), against sentence-transformers on torch."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -131,13 +135,8 @@ def min_cosine(source: str, exported: Path, backend: str, max_seq_length: int | 
         st = SentenceTransformer(source, device="cpu")
     if max_seq_length:
         st.max_seq_length = max_seq_length
-    def vectors() -> Any:
-        return st.encode(list(PROBE), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                         show_progress_bar=False)
-
-    ref = vectors()
-    swap_in(st, exported, backend)
-    got = vectors()
+    ref = TorchEncoder(st).encode(PROBE)
+    got = encoder(exported, backend, max_seq_length).encode(PROBE)
     return float(np.min(np.sum(np.asarray(ref, np.float64) * np.asarray(got, np.float64), axis=1)))
 
 

@@ -1,6 +1,6 @@
 """The embedder's ONNX and OpenVINO backends: the transformer exported once to ONNX (int8-quantised on
-request), cached, and run by ONNX Runtime or OpenVINO inside sentence-transformers' own tokenisation,
-pooling and normalisation.
+request), cached with the tokenizer and the pooling it needs, and run by ONNX Runtime or OpenVINO without
+torch (ragbench.embed.onnx_encoder).
 
 Why not ``SentenceTransformer(..., backend="onnx")``: that path needs ``optimum-onnx``, whose every
 release pins ``transformers<4.58``, while sentence-transformers 6 needs ``transformers>=5`` (the two do not
@@ -26,13 +26,15 @@ from typing import Any
 from ragbench.cache.files import MANIFEST, json_sha256, payload_hashes
 from ragbench.cache.lock import DEFAULT_TIMEOUT_S, hold
 from ragbench.cache.root import download_root
+from ragbench.embed.onnx_encoder import OnnxEncoder, save_layout
 from ragbench.errors import ConfigError, ModelLoadError
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "torch", "onnx", "openvino")
 STAGE = "onnx_models"  # <cache root>/onnx_models/<key>/: a cache entry (manifest + content hashes)
-EXPORT_VERSION = 1  # bump when the export recipe changes: every cached export is then redone
+EXPORT_VERSION = 2  # bump when the export recipe changes: every cached export is then redone (2: + the
+# tokenizer and layout files ragbench.embed.onnx_encoder runs from)
 OPSET = 17
 FLOAT_FILE = "model.onnx"
 QINT8_FILE = "model_qint8.onnx"
@@ -84,7 +86,9 @@ def _export(source: str, folder: Path, quantize: bool) -> str:
     from sentence_transformers import SentenceTransformer
 
     # a fresh copy: torch.onnx.export leaves the module it traced unusable for eager inference
-    module: Any = SentenceTransformer(source, device="cpu")[0]
+    st: Any = SentenceTransformer(source, device="cpu")
+    save_layout(st, folder)
+    module = st[0]
     model = module.model.eval()
     names = list(module.tokenizer.model_input_names)
     sample = module.tokenizer(["an example sentence", "a second, longer example sentence"], padding=True,
@@ -152,8 +156,9 @@ def exported_model(source: str, revision: str, *, quantize: bool, root: Path | N
     return target / name
 
 
-def _runner(path: Path, backend: str):  # noqa: ANN202 - an inference callable of onnxruntime or openvino
-    """feeds -> last_hidden_state (numpy) through ONNX Runtime, or OpenVINO reading the same ONNX file."""
+def runner(path: Path, backend: str, threads: int | None = None):  # noqa: ANN201 - onnxruntime / openvino
+    """feeds -> last_hidden_state (numpy) through ONNX Runtime, or OpenVINO reading the same ONNX file;
+    ``threads``: ONNX Runtime's intra-op threads (None: one per core)."""
     if backend == "openvino":
         import openvino
 
@@ -166,30 +171,14 @@ def _runner(path: Path, backend: str):  # noqa: ANN202 - an inference callable o
     # no spin-waiting between batches: the same vectors bit for bit, and on a shared machine (2 busy
     # cores, 600 texts) 15.7 CPU-s instead of 18.7-19.6 at equal or better wall time (issue 46)
     options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     return lambda feeds: session.run(None, feeds)[0]
 
 
-def swap_in(st: Any, path: Path, backend: str) -> None:
-    """Replaces the transformer of a loaded SentenceTransformer with the exported model, in place:
-    tokenisation, pooling and normalisation stay sentence-transformers' own."""
-    import torch
-
-    module = st[0]
-    names = list(module.tokenizer.model_input_names)
-    run = _runner(path, backend)
-
-    class ExportedTransformer(torch.nn.Module):
-        """The torch model's call signature and output over an ONNX Runtime / OpenVINO session."""
-
-        def __init__(self, config: Any) -> None:
-            super().__init__()
-            self.config = config
-
-        def forward(self, **features: Any) -> dict[str, torch.Tensor]:
-            feeds = {n: features[n].detach().cpu().numpy() for n in names}
-            return {"last_hidden_state": torch.from_numpy(run(feeds))}
-
-    module.model = ExportedTransformer(module.model.config)
+def encoder(path: Path, backend: str, max_seq_length: int | None = None, threads: int | None = None) -> OnnxEncoder:
+    """The exported model at ``path`` as a BatchEncoder, run by ``backend`` (onnx or openvino), torch-free."""
+    return OnnxEncoder(path.parent, runner(path, backend, threads), max_seq_length)

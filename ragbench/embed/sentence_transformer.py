@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ragbench import interrupts, session
 from ragbench.embed import auto
-from ragbench.embed.onnx_backend import check_backend, exported_model, require_runtime, swap_in
+from ragbench.embed.batches import BatchEncoder, TorchEncoder, by_length
+from ragbench.embed.onnx_backend import check_backend, encoder, exported_model, require_runtime
 from ragbench.embed.shard import parse_shard
 from ragbench.errors import ConfigError, ModelLoadError
 from ragbench.gc_tuning import long_lived
@@ -29,34 +29,30 @@ class _LastModel:
     again per job cost ~0.5 s; one slot keeps memory at a single model): a cache of ``ragbench.session``."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
-    models: dict[tuple[str, str | None, int | None, str | None], object] = field(default_factory=dict)
+    models: dict[tuple[str, str | None, int | None, str | None], BatchEncoder] = field(default_factory=dict)
 
 
-def shared_model(source: str, device: str | None, max_seq_length: int | None,  # noqa: ANN201 - lazy import
-                 exported: str | None = None, backend: str = "torch"):
-    """The SentenceTransformer for (source, device, max_seq_length), loaded once per process; with
-    ``exported`` (an ONNX file), its transformer runs there through ``backend`` (ragbench.embed.onnx_backend)."""
+def shared_model(source: str, device: str | None, max_seq_length: int | None,
+                 exported: str | None = None, backend: str = "torch") -> BatchEncoder:
+    """The model for (source, device, max_seq_length), loaded once per process: sentence-transformers on torch,
+    or with ``exported`` (an ONNX file) that file run by ``backend`` without torch
+    (ragbench.embed.onnx_encoder)."""
     key = (source, device, max_seq_length, f"{backend}:{exported}" if exported else None)
     last = session.current().caches.slot(__name__, _LastModel)
     with last.lock:
         if key not in last.models:
             last.models.clear()
             with long_lived():
-                from sentence_transformers import SentenceTransformer
-
-                st = SentenceTransformer(source, device=device)
                 if exported:
-                    swap_in(st, Path(exported), backend)
-            if max_seq_length:
-                st.max_seq_length = max_seq_length
-            last.models[key] = st
+                    last.models[key] = encoder(Path(exported), backend, max_seq_length)
+                else:
+                    from sentence_transformers import SentenceTransformer
+
+                    st = SentenceTransformer(source, device=device)
+                    if max_seq_length:
+                        st.max_seq_length = max_seq_length
+                    last.models[key] = TorchEncoder(st)
         return last.models[key]
-
-
-def dimension(model: Any) -> int:
-    """A loaded SentenceTransformer's vector size (``get_embedding_dimension`` in newer releases)."""
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(getter())
 
 
 def resolve_model(model: str, package: str | None) -> tuple[str, str]:
@@ -101,7 +97,7 @@ class SentenceTransformerEmbedder:
         self.quantize = bool(quantize)  # int8 dynamic quantisation of the exported model
         self.shard = parse_shard(shard)  # stages=encode: the slice of the corpus to encode (never in identity)
         self._source, self._revision = resolve_model(model, package)
-        self._st: Any = None  # the SentenceTransformer, once loaded
+        self._st: BatchEncoder | None = None  # the model, once loaded
         self._lock = threading.Lock()
 
     @property
@@ -129,13 +125,13 @@ class SentenceTransformerEmbedder:
             return "auto: not loaded (every vector came from the cache)"
         return self.choice.tag
 
-    def _load(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
+    def _load(self) -> BatchEncoder:
         with self._lock:
             if self._st is None:
                 self._st = self._in_process()
             return self._st
 
-    def _in_process(self):  # noqa: ANN202 - SentenceTransformer is imported lazily
+    def _in_process(self) -> BatchEncoder:
         try:
             if self.backend == auto.AUTO:
                 if self.choice is None:  # prepare may have chosen already
@@ -170,17 +166,18 @@ class SentenceTransformerEmbedder:
 
     @property
     def dim(self) -> int:
-        return dimension(self._load())
+        return self._load().dim
 
     def _encode(self, texts: Sequence[str], prefix: str, progress: bool) -> np.ndarray:
-        """One ``encode`` call over all ``texts`` (sentence-transformers' own length-sorted batches, so the
-        vectors are the same bit for bit however the call is watched), with a hook before each batch's
-        forward pass: a safe point (``interrupts.check``: the first Ctrl-C stops within one batch, not at
-        the end of the stage) and, on a terminal, a progress bar advanced by the batch's rows."""
+        """All ``texts`` in batches of similar token length (ragbench.embed.batches: the same texts always
+        make the same batches, so the vectors are the same however the call is watched), with a safe point
+        before each batch (``interrupts.check``: the first Ctrl-C stops within one batch, not at the end of
+        the stage) and, on a terminal, a progress bar advanced by the batch's rows."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        st = self._load()
+        model = self._load()
         inputs = [prefix + t for t in texts]
+        out = np.empty((len(inputs), model.dim), dtype=np.float32)
         # A labelled bar on a terminal only: off one (CI logs, pipes) a bar would print \r-joined lines.
         bar = None
         if progress and self.show_progress and sys.stderr.isatty():
@@ -189,27 +186,17 @@ class SentenceTransformerEmbedder:
             bar = Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                            transient=True)
             task = bar.add_task(f"embedding {len(inputs):,} texts", total=len(inputs))
-        caller = threading.get_ident()  # the model is shared: another thread's batches are not this call's
-
-        def before_batch(_module: Any, args: tuple[Any, ...]) -> None:
-            if threading.get_ident() != caller:
-                return
-            interrupts.check()
-            if bar is not None:
-                ids = args[0].get("input_ids") if args and isinstance(args[0], Mapping) else None
-                bar.advance(task, int(ids.shape[0]) if ids is not None else self.batch_size)
-
-        hook = st.register_forward_pre_hook(before_batch)
+            bar.start()
         try:
-            if bar is not None:
-                bar.start()
-            vecs = st.encode(inputs, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                             show_progress_bar=False)
+            for rows in by_length(model.lengths(inputs), self.batch_size):
+                interrupts.check()
+                out[rows] = model.encode([inputs[i] for i in rows])
+                if bar is not None:
+                    bar.advance(task, len(rows))
         finally:
-            hook.remove()
             if bar is not None:
                 bar.stop()
-        return np.ascontiguousarray(vecs, dtype=np.float32)
+        return out
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of chunk texts, with a progress bar."""

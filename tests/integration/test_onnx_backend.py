@@ -30,7 +30,8 @@ def test_onnx_vectors_equal_torch_and_the_export_is_made_once(tmp_path, monkeypa
     assert np.abs(vecs - torch_vecs).max() < 1e-5
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
     entries = [p for p in (tmp_path / onnx_backend.STAGE).iterdir() if p.is_dir()]
-    assert [sorted(f.name for f in e.iterdir()) for e in entries] == [["manifest.json", "model.onnx"]]
+    assert [sorted(f.name for f in e.iterdir()) for e in entries] == [["encoder.json", "manifest.json", "model.onnx",
+                                                                        "tokenizer.json"]]
     stamp = (entries[0] / "model.onnx").stat().st_mtime_ns
     again = SentenceTransformerEmbedder(backend="onnx", show_progress=False)
     assert np.array_equal(again.embed_queries(TEXTS[:1]), vecs[:1])
