@@ -179,29 +179,9 @@ class CaseRecord:
 
     @classmethod
     def from_json(cls, line: str | bytes, *, where: str = CASES_ARTIFACT, cut: bool = False) -> CaseRecord:
-        """One ``cases.jsonl`` line: the one reader of case lines. JSON read with a bound on nesting
-        (``ragbench.jsonio``); every column typed as this class declares it, every field of ``CASE_FIELDS``
-        the line holds as that says; a line of an older layout migrated (``_migrated``). ``cut``: the line
-        is the file's last and lacks its newline (a JSON error then says the file is truncated). A
-        ``RecordError`` naming ``where`` (and the case) and what is wrong; the reader adds its fix."""
-        row = _bounded(line, where, cut="is cut off mid-line (the file is truncated)" if cut else "")
-        if not isinstance(row, dict):
-            raise RecordError(f"{where} is {json_type(row)}, not a case record (a JSON object)")
-        if not row:
-            raise RecordError(f"{where} is an empty object {{}}, not a case record")
-        case = f"{where} (case {row['qid']})" if isinstance(row.get("qid"), str) else where
-        row = _migrated(row)
+        """One ``cases.jsonl`` line, read and checked by ``case_row``, as a record."""
+        row = case_row(line, where=where, cut=cut)
         columns = _case_columns()
-        for name, kinds in columns.items():
-            if name not in row:
-                raise RecordError(f"{case}: the case record has no {name!r}")
-            _check_type(case, name, row[name], kinds)
-        for name, kind in CASE_FIELDS.items():
-            if name in row:
-                _check_type(case, name, row[name], (kind,))
-                missing = [part for part in CASE_PARTS.get(name, ()) if part not in row[name]]
-                if missing:
-                    raise RecordError(f"{case}: {name!r} has no {missing[0]!r}")
         scores: dict[str, float] = {}
         latency: dict[str, float] = {}
         fields: dict[str, Any] = {}
@@ -219,6 +199,34 @@ class CaseRecord:
             else:
                 fields[key] = value
         return cls(**{name: row[name] for name in columns}, scores=scores, latency_ms=latency, fields=fields)
+
+
+def case_row(line: str | bytes, *, where: str = CASES_ARTIFACT, cut: bool = False) -> dict[str, Any]:
+    """One ``cases.jsonl`` line as its row: the one reader of case lines (``CaseRecord.from_json`` builds
+    the record from it; a reader that wants the row only, as ``ragbench.compare`` does, skips that: the
+    row holds what ``CaseRecord.from_json(line).row()`` holds). JSON read with a bound on nesting
+    (``ragbench.jsonio``); every column typed as ``CaseRecord`` declares it, every field of ``CASE_FIELDS``
+    the line holds as that says; a line of an older layout migrated (``_migrated``). ``cut``: the line
+    is the file's last and lacks its newline (a JSON error then says the file is truncated). A
+    ``RecordError`` naming ``where`` (and the case) and what is wrong; the reader adds its fix."""
+    row = _bounded(line, where, cut="is cut off mid-line (the file is truncated)" if cut else "")
+    if not isinstance(row, dict):
+        raise RecordError(f"{where} is {json_type(row)}, not a case record (a JSON object)")
+    if not row:
+        raise RecordError(f"{where} is an empty object {{}}, not a case record")
+    case = f"{where} (case {row['qid']})" if isinstance(row.get("qid"), str) else where
+    row = _migrated(row)
+    for name, kinds in _case_columns().items():
+        if name not in row:
+            raise RecordError(f"{case}: the case record has no {name!r}")
+        _check_type(case, name, row[name], kinds)
+    for name, kind in CASE_FIELDS.items():
+        if name in row:
+            _check_type(case, name, row[name], (kind,))
+            missing = [part for part in CASE_PARTS.get(name, ()) if part not in row[name]]
+            if missing:
+                raise RecordError(f"{case}: {name!r} has no {missing[0]!r}")
+    return row
 
 
 class RecordError(RagbenchError, ValueError):

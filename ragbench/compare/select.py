@@ -11,7 +11,7 @@ from typing import Any
 from ragbench.compare.runcases import SCORES_ARTIFACT, RunCases, from_rows, from_scores_document
 from ragbench.errors import ConfigError
 from ragbench.jsonio import loads_bounded
-from ragbench.record import CASES_ARTIFACT, RUN_FILE, CaseRecord, RecordError, RunRecord, cases_run_id
+from ragbench.record import CASES_ARTIFACT, RUN_FILE, RecordError, RunRecord, case_row, cases_run_id
 from ragbench.stages import encode_only
 from ragbench.tracking import reach
 from ragbench.tracking.mlflow_sink import flatten, quiet_downloads
@@ -184,15 +184,15 @@ def record_params(record: RunRecord) -> dict[str, str]:
 
 
 def case_rows(text: str, run_id: str) -> list[dict[str, Any]]:
-    """The rows of a run's ``cases.jsonl``, each line read by ``CaseRecord.from_json`` (older layouts
-    migrated); a ConfigError naming the line and what is wrong (not JSON, nested too deep, a field mistyped)."""
+    """The rows of a run's ``cases.jsonl``, each line read by ``ragbench.record.case_row`` (older layouts
+    migrated; the row, not a CaseRecord built from it and turned back into a row); a ConfigError naming the
+    line and what is wrong (not JSON, nested too deep, a field mistyped)."""
     rows = []
     lines = text.split("\n")
     for n, line in enumerate(lines, start=1):
         if line.strip():
             try:
-                rows.append(CaseRecord.from_json(line, where=f"run {run_id}: {CASES_ARTIFACT} line {n}",
-                                                 cut=n == len(lines)).row())
+                rows.append(case_row(line, where=f"run {run_id}: {CASES_ARTIFACT} line {n}", cut=n == len(lines)))
             except RecordError as exc:
                 raise ConfigError(f"{exc}; fix: rerun the job (its stage cache makes that cheap)") from None
     return rows

@@ -27,11 +27,11 @@ def drawn(tmp_path_factory):
     figures: dict[str, list[tuple[float, float, list[float], list[str]]]] = {}  # name -> (width, dpi, fonts, titles)
     real_save = plots._save
 
-    def save(plt, fig, path):
+    def save(fig, path):
         texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
         titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
         figures[path.name] = [(fig.get_figwidth(), fig.get_dpi(), [t.get_fontsize() for t in texts], titles)]
-        return real_save(plt, fig, path)
+        return real_save(fig, path)
 
     out = tmp_path_factory.mktemp("plots")
     plots._save = save
