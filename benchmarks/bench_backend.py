@@ -39,7 +39,7 @@ def overrides(backend: str) -> list[str]:
     return [f"embedder.backend={name}", f"embedder.quantize={'true' if q else 'false'}"]
 
 
-def texts_of_sample(path: str | None) -> list[str]:
+def _sample(path: str | None):  # noqa: ANN202 - (components, evalset)
     from hydra import compose, initialize_config_module
 
     from ragbench.build import build
@@ -48,9 +48,20 @@ def texts_of_sample(path: str | None) -> list[str]:
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["dataset=locomo", *extra])
     c, _ = build(cfg)
-    evalset = c.dataset.load()
+    return c, c.dataset.load()
+
+
+def texts_of_sample(path: str | None) -> list[str]:
+    """The distinct searchable chunk texts of the LoCoMo sample (or the folder at ``path``)."""
+    c, evalset = _sample(path)
     chunks = c.chunker.chunk(evalset.documents).searchable()
     return list(dict.fromkeys(ch.text for ch in chunks))
+
+
+def questions_of_sample(path: str | None) -> list[str]:
+    """Its distinct question texts."""
+    _, evalset = _sample(path)
+    return list(dict.fromkeys(q.text for q in evalset.queries))
 
 
 def speed(backends: list[str], texts: list[str], repeats: int) -> dict[str, tuple[float, float]]:
