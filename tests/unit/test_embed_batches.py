@@ -62,7 +62,7 @@ class _Seq(list):
 
 
 def _st(*modules):
-    tokenizer = SimpleNamespace(model_input_names=["input_ids", "attention_mask"])
+    tokenizer = SimpleNamespace(model_input_names=["input_ids", "attention_mask"], backend_tokenizer=object())
     return _Seq([_module("Transformer", tokenizer=tokenizer), *modules])
 
 
@@ -73,6 +73,9 @@ def test_the_common_layout_runs_and_others_say_why():
     assert dense.why == "its modules are Transformer -> Pooling -> Dense, not Transformer -> Pooling [-> Normalize]"
     weighted = describe(_st(_module("Pooling", pooling_mode="weightedmean", embedding_dimension=384)))
     assert weighted.why == "its pooling is 'weightedmean', not one of mean, cls, max"
+    slow = _st(_module("Pooling", pooling_mode="mean", embedding_dimension=384))
+    slow[0].tokenizer.backend_tokenizer = None
+    assert describe(slow).why == "its tokenizer is not a fast one (the tokenizers package)"
 
 
 def test_an_export_without_its_layout_file_names_the_file_and_the_fix(tmp_path):
