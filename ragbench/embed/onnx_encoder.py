@@ -43,7 +43,10 @@ def describe(st: Any) -> Layout:
     """The layout of a loaded SentenceTransformer (read at export time)."""
     modules = [type(m).__name__ for m in st]
     names = tuple(st[0].tokenizer.model_input_names) if hasattr(st[0], "tokenizer") else ()
-    pooling = str(getattr(st[1], "pooling_mode", "")) if len(modules) > 1 else ""
+    pooling = ""
+    if len(modules) > 1:  # sentence-transformers 6: ``pooling_mode``; 5: ``get_pooling_mode_str()``
+        mode = getattr(st[1], "pooling_mode", None) or getattr(st[1], "get_pooling_mode_str", lambda: "")()
+        pooling = {"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max"}.get(str(mode), str(mode))
     why = ""
     if modules[:2] != ["Transformer", "Pooling"] or modules[2:] not in ([], ["Normalize"]):
         why = f"its modules are {' -> '.join(modules)}, not Transformer -> Pooling [-> Normalize]"
@@ -54,7 +57,8 @@ def describe(st: Any) -> Layout:
     elif getattr(getattr(st[0], "tokenizer", None), "backend_tokenizer", None) is None:
         why = "its tokenizer is not a fast one (the tokenizers package)"
     return Layout(pooling=pooling, max_seq_length=int(st.max_seq_length or 0),
-                  dim=int(getattr(st[1], "embedding_dimension", 0) or 0) if len(modules) > 1 else 0,
+                  dim=int(getattr(st[1], "embedding_dimension", None) or getattr(st[1], "pooling_output_dimension", 0)
+                          or 0) if len(modules) > 1 else 0,
                   input_names=names, why=why)
 
 
