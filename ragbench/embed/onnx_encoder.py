@@ -141,9 +141,12 @@ class OnnxEncoder:
 
     def tokens(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One text alone (no padding): its last layer's token rows, which rows are special tokens, and its
-        pooled, normalised vector."""
+        pooled, normalised vector, pooled in float64 (the semantic judge's vectors, which ``ragbench.verify``
+        recomputes to 1e-9, have always been pooled so)."""
         enc = self.tokenizer.encode(text)
-        feeds = self._feeds([enc])
-        hidden = np.asarray(self.run(feeds), dtype=np.float32)
-        special = np.array(enc.special_tokens_mask, dtype=bool)
-        return hidden[0], special, pool(hidden, np.ones((1, len(enc.ids)), np.int64), self.layout.pooling)[0]
+        hidden = np.asarray(self.run(self._feeds([enc])), dtype=np.float32)[0]
+        rows = hidden.astype(np.float64)
+        mode = self.layout.pooling
+        pooled = rows[0] if mode == "cls" else rows.max(axis=0) if mode == "max" else rows.mean(axis=0)
+        return hidden, np.array(enc.special_tokens_mask, dtype=bool), pooled / max(float(np.linalg.norm(pooled)),
+                                                                                   1e-12)
