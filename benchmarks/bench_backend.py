@@ -39,7 +39,9 @@ def overrides(backend: str) -> list[str]:
     return [f"embedder.backend={name}", f"embedder.quantize={'true' if q else 'false'}"]
 
 
-def _sample(path: str | None):  # noqa: ANN202 - (components, evalset)
+def sample_texts(path: str | None) -> tuple[list[str], list[str]]:
+    """The distinct searchable chunk texts and the distinct question texts of the LoCoMo sample (or the folder
+    at ``path``)."""
     from hydra import compose, initialize_config_module
 
     from ragbench.build import build
@@ -48,20 +50,14 @@ def _sample(path: str | None):  # noqa: ANN202 - (components, evalset)
     with initialize_config_module(config_module="ragbench.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["dataset=locomo", *extra])
     c, _ = build(cfg)
-    return c, c.dataset.load()
+    evalset = c.dataset.load()
+    chunks = c.chunker.chunk(evalset.documents).searchable()
+    return list(dict.fromkeys(ch.text for ch in chunks)), list(dict.fromkeys(q.text for q in evalset.queries))
 
 
 def texts_of_sample(path: str | None) -> list[str]:
-    """The distinct searchable chunk texts of the LoCoMo sample (or the folder at ``path``)."""
-    c, evalset = _sample(path)
-    chunks = c.chunker.chunk(evalset.documents).searchable()
-    return list(dict.fromkeys(ch.text for ch in chunks))
-
-
-def questions_of_sample(path: str | None) -> list[str]:
-    """Its distinct question texts."""
-    _, evalset = _sample(path)
-    return list(dict.fromkeys(q.text for q in evalset.queries))
+    """The distinct searchable chunk texts (``sample_texts``)."""
+    return sample_texts(path)[0]
 
 
 def speed(backends: list[str], texts: list[str], repeats: int) -> dict[str, tuple[float, float]]:

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_backend import questions_of_sample, texts_of_sample  # noqa: E402
+from bench_backend import sample_texts  # noqa: E402
 
 from ragbench.embed.batches import by_length  # noqa: E402
 
@@ -40,7 +40,8 @@ def main() -> int:
     tok = Tokenizer.from_file(str(Path(source) / "tokenizer.json"))
     tok.no_padding()
     tok.enable_truncation(max_length=256)
-    texts = texts_of_sample(args.path) + questions_of_sample(args.path)
+    chunks, questions = sample_texts(args.path)
+    texts = chunks + questions
     lengths = np.array([len(e.ids) for e in tok.encode_batch(texts)])
     bs = args.batch_size
     chars = np.argsort([-len(t) for t in texts], kind="stable")

@@ -42,11 +42,13 @@ class Layout:
 def describe(st: Any) -> Layout:
     """The layout of a loaded SentenceTransformer (read at export time)."""
     modules = [type(m).__name__ for m in st]
-    names = tuple(st[0].tokenizer.model_input_names) if hasattr(st[0], "tokenizer") else ()
-    pooling = ""
-    if len(modules) > 1:  # sentence-transformers 6: ``pooling_mode``; 5: ``get_pooling_mode_str()``
-        mode = getattr(st[1], "pooling_mode", None) or getattr(st[1], "get_pooling_mode_str", lambda: "")()
-        pooling = {"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max"}.get(str(mode), str(mode))
+    tokenizer = getattr(st[0], "tokenizer", None)
+    pooler = st[1] if len(modules) > 1 else None
+    # sentence-transformers 6: ``pooling_mode``, ``embedding_dimension``; 5: ``get_pooling_mode_str()``,
+    # ``pooling_output_dimension``
+    mode = str(getattr(pooler, "pooling_mode", None) or getattr(pooler, "get_pooling_mode_str", lambda: "")())
+    pooling = {"mean_tokens": "mean", "cls_token": "cls", "max_tokens": "max"}.get(mode, mode)
+    dim = getattr(pooler, "embedding_dimension", None) or getattr(pooler, "pooling_output_dimension", 0)
     why = ""
     if modules[:2] != ["Transformer", "Pooling"] or modules[2:] not in ([], ["Normalize"]):
         why = f"its modules are {' -> '.join(modules)}, not Transformer -> Pooling [-> Normalize]"
@@ -54,12 +56,10 @@ def describe(st: Any) -> Layout:
         why = f"its pooling is {pooling!r}, not one of {', '.join(POOLINGS)}"
     elif st.max_seq_length is None:
         why = "it has no max_seq_length"
-    elif getattr(getattr(st[0], "tokenizer", None), "backend_tokenizer", None) is None:
+    elif getattr(tokenizer, "backend_tokenizer", None) is None:
         why = "its tokenizer is not a fast one (the tokenizers package)"
-    return Layout(pooling=pooling, max_seq_length=int(st.max_seq_length or 0),
-                  dim=int(getattr(st[1], "embedding_dimension", None) or getattr(st[1], "pooling_output_dimension", 0)
-                          or 0) if len(modules) > 1 else 0,
-                  input_names=names, why=why)
+    return Layout(pooling=pooling, max_seq_length=int(st.max_seq_length or 0), dim=int(dim or 0),
+                  input_names=tuple(getattr(tokenizer, "model_input_names", ())), why=why)
 
 
 def save_layout(st: Any, folder: Path) -> None:
@@ -83,16 +83,16 @@ def read_layout(folder: Path) -> Layout:
 
 def pool(hidden: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
     """sentence-transformers' Pooling of a padded batch ``hidden`` [n, L, d] under ``mask`` [n, L], then L2
-    normalisation (eps 1e-12, as torch.nn.functional.normalize), as float32 rows."""
+    normalisation (eps 1e-12, as torch.nn.functional.normalize), as rows of ``hidden``'s float type."""
     if mode == "cls":
         out = hidden[:, 0]
     elif mode == "max":
-        out = np.where(mask[:, :, None] > 0, hidden, np.float32(-1e9)).max(axis=1)
+        out = np.where(mask[:, :, None] > 0, hidden, hidden.dtype.type(-1e9)).max(axis=1)
     else:
-        weights = mask[:, :, None].astype(np.float32)
+        weights = mask[:, :, None].astype(hidden.dtype)
         out = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+    return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=hidden.dtype)
 
 
 class OnnxEncoder:
@@ -144,9 +144,6 @@ class OnnxEncoder:
         pooled, normalised vector, pooled in float64 (the semantic judge's vectors, which ``ragbench.verify``
         recomputes to 1e-9, have always been pooled so)."""
         enc = self.tokenizer.encode(text)
-        hidden = np.asarray(self.run(self._feeds([enc])), dtype=np.float32)[0]
-        rows = hidden.astype(np.float64)
-        mode = self.layout.pooling
-        pooled = rows[0] if mode == "cls" else rows.max(axis=0) if mode == "max" else rows.mean(axis=0)
-        return hidden, np.array(enc.special_tokens_mask, dtype=bool), pooled / max(float(np.linalg.norm(pooled)),
-                                                                                   1e-12)
+        hidden = np.asarray(self.run(self._feeds([enc])), dtype=np.float32)
+        pooled = pool(hidden.astype(np.float64), np.ones(hidden.shape[:2], np.int64), self.layout.pooling)
+        return hidden[0], np.array(enc.special_tokens_mask, dtype=bool), pooled[0]
