@@ -32,6 +32,8 @@ def main() -> int:
     p.add_argument("--path", default=None, help="a full LoCoMo folder (dataset.path); default: the bundled sample")
     p.add_argument("--batch-size", type=int, default=64, help="embedder.batch_size (default 64)")
     args = p.parse_args()
+    if args.batch_size < 1:
+        p.error(f"--batch-size must be >= 1, got {args.batch_size}")
     from tokenizers import Tokenizer
 
     from ragbench.weights import package_weights
