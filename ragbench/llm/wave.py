@@ -45,6 +45,7 @@ class _Pending:
     body: dict[str, Any]
     request: dict[str, Any]
     cache_if: Callable[[str], bool] | None
+    step: int  # the step that asked first: a flush sends its requests in step order, however threads raced
 
 
 class Wave:
@@ -64,6 +65,7 @@ class Wave:
         self._waiting: dict[str, int] = {}  # per custom id: the steps waiting for its reply
         self._stopped = False
         self._slots = threading.BoundedSemaphore(1)  # how many steps of a run may run at once (run's workers)
+        self._step = threading.local()  # the index of the step a wave thread runs (``_Pending.step``)
         self.batch_ids: list[str] = []  # the provider batches that answered this job's requests
         self.rounds = 0  # flushes so far
 
@@ -100,7 +102,7 @@ class Wave:
         group = (client.model, client.api_base, client.api_key_env, client.role)
         with self._cond:
             self._pending.setdefault(group, {}).setdefault(
-                custom_id, _Pending(client, dict(body), dict(request), cache_if))
+                custom_id, _Pending(client, dict(body), dict(request), cache_if, getattr(self._step, "index", -1)))
 
     def wait(self, client: Any, custom_id: str, body: Mapping[str, Any], request: Mapping[str, Any],
              cache_if: Callable[[str], bool] | None = None) -> None:
@@ -155,6 +157,7 @@ class Wave:
         errors: list[BaseException] = []
 
         def body(i: int) -> None:
+            self._step.index = i
             self._slots.acquire()
             try:
                 if self._stopped:  # not started before the wave stopped: dropped, not run
@@ -214,7 +217,10 @@ class Wave:
         with self._cond:
             groups, self._pending = self._pending, {}
         self.rounds += 1
-        for requests in groups.values():
+        for group in groups.values():
+            # in step order (the same batch file and the same local batches in every run), not in the order
+            # the steps' threads happened to reach ``defer``
+            requests = dict(sorted(group.items(), key=lambda item: item[1].step))
             client = next(iter(requests.values())).client
             runner = client.batch_runner(sleep=self.sleep)
             log.info("%s: batch round %d: %d requests to %s", client.role, self.rounds, len(requests),
